@@ -1,0 +1,139 @@
+// Package rules holds what operator-sweeper knows about operator debris. Each rule is pure: it
+// reads an immutable View of the cluster and returns Findings, each with the evidence behind it
+// and, where the rule is sure, an Action described as data. Rules never call the API server and
+// never read a clock of their own; the engine in package sweeper owns all I/O.
+package rules
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Rule finds one kind of debris.
+type Rule interface {
+	// Name is the rule's stable name, used by --rules, the config file, the report and metrics.
+	Name() string
+	// Plan returns the rule's findings for the view. It must not modify the view.
+	Plan(ctx context.Context, view *View) []Finding
+}
+
+// Severity says how much a finding matters to a cluster admin.
+type Severity string
+
+const (
+	// SeverityInfo is a fact worth knowing, such as an object that is stuck Terminating.
+	SeverityInfo Severity = "info"
+	// SeverityWarning needs a human: the sweeper will not act, but something is wrong.
+	SeverityWarning Severity = "warning"
+)
+
+// Finding is one observation of a rule about one object.
+type Finding struct {
+	// Rule is the name of the rule that made the finding.
+	Rule string
+	// Severity says how much the finding matters.
+	Severity Severity
+	// Object is the object the finding is about, as it was observed.
+	Object ObjectRef
+	// Reason is a short, human-readable summary of the finding.
+	Reason string
+	// Evidence lists the facts the rule checked to reach its decision.
+	Evidence []string
+	// Action is what the rule wants done about the object; nil means report only.
+	Action Action
+}
+
+// ObjectRef identifies an observed object, including the version the rule saw.
+type ObjectRef struct {
+	Resource        schema.GroupVersionResource
+	Kind            string
+	Namespace       string
+	Name            string
+	UID             types.UID
+	ResourceVersion string
+}
+
+// APIVersion returns the object's apiVersion, such as "v1" or "apps/v1".
+func (r ObjectRef) APIVersion() string {
+	return r.Resource.GroupVersion().String()
+}
+
+// String returns the object as kubectl would name it: "kind.group namespace/name".
+func (r ObjectRef) String() string {
+	kind := r.Kind
+	if r.Resource.Group != "" {
+		kind += "." + r.Resource.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Action is a change to one object, described as data. The engine carries it out with a
+// precondition, so that a controller racing the sweeper always wins.
+type Action interface {
+	// Type is the action's name in the report and in metrics.
+	Type() string
+	// String describes the action for a human.
+	String() string
+}
+
+// RemoveFinalizers removes exactly the named finalizers and keeps every other one. The engine
+// sends a JSON patch that first tests the object's UID and its finalizers as observed.
+type RemoveFinalizers struct {
+	Finalizers []string
+}
+
+// Type implements Action.
+func (RemoveFinalizers) Type() string { return "RemoveFinalizers" }
+
+func (a RemoveFinalizers) String() string {
+	return "remove finalizers " + strings.Join(a.Finalizers, ", ")
+}
+
+// SetOwnerReferences adds and removes ownerReferences and keeps every other one. The engine sends
+// a JSON patch that first tests the object's resourceVersion as observed.
+type SetOwnerReferences struct {
+	// Add lists references to add; a reference to a UID already present is replaced.
+	Add []metav1.OwnerReference
+	// Remove lists the UIDs of owners whose references are dropped.
+	Remove []types.UID
+}
+
+// Type implements Action.
+func (SetOwnerReferences) Type() string { return "SetOwnerReferences" }
+
+func (a SetOwnerReferences) String() string {
+	parts := make([]string, 0, len(a.Add)+len(a.Remove))
+	for _, ref := range a.Add {
+		parts = append(parts, fmt.Sprintf("add owner %s/%s (%s)", ref.Kind, ref.Name, ref.UID))
+	}
+	for _, uid := range a.Remove {
+		parts = append(parts, fmt.Sprintf("drop owner %s", uid))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Delete deletes the object. The engine always sends the observed UID as a precondition, so a
+// re-created object of the same name is never deleted by mistake.
+type Delete struct {
+	// GracePeriodSeconds overrides the object's grace period; 0 forces the deletion of a pod
+	// whose kubelet will never confirm it. Nil keeps the default.
+	GracePeriodSeconds *int64
+}
+
+// Type implements Action.
+func (Delete) Type() string { return "Delete" }
+
+func (a Delete) String() string {
+	if a.GracePeriodSeconds != nil {
+		return fmt.Sprintf("delete (grace period %ds)", *a.GracePeriodSeconds)
+	}
+	return "delete"
+}

@@ -1,0 +1,87 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// StuckTerminating answers the admin's first question, "what is stuck?": every object whose
+// deletion has been pending for longer than MinAge, with the finalizers it is waiting on. A
+// Namespace waits on its contents instead, so for one the finding counts what is left in it. The
+// rule only reports; deciding whether a finalizer may be released is the job of other rules.
+type StuckTerminating struct {
+	// MinAge is how long an object must have been terminating to be reported (--min-terminating-age).
+	MinAge time.Duration
+}
+
+// Name implements Rule.
+func (StuckTerminating) Name() string { return "stuck-terminating" }
+
+// Plan implements Rule.
+func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
+	var findings []Finding
+	var contents map[string]namespaceContents // counted once, on the first stuck namespace
+	for obj := range view.Objects() {
+		if obj.DeletionTimestamp == nil {
+			continue
+		}
+		age := view.Now().Sub(obj.DeletionTimestamp.Time)
+		if age < r.MinAge {
+			continue
+		}
+		waitingOn := "waiting on " + strings.Join(obj.Finalizers, ", ")
+		evidence := []string{
+			fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
+				obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), r.MinAge),
+			"finalizers: " + strings.Join(obj.Finalizers, ", "),
+		}
+		if len(obj.Finalizers) == 0 {
+			waitingOn = "no finalizers"
+			evidence[1] = "no finalizers in metadata"
+		}
+		if obj.DeletionGracePeriodSeconds != nil {
+			evidence = append(evidence, fmt.Sprintf("deletionGracePeriodSeconds %d", *obj.DeletionGracePeriodSeconds))
+		}
+		if obj.Resource.GroupResource() == namespacesResource {
+			if contents == nil {
+				contents = countNamespaceContents(view)
+			}
+			c := contents[obj.Name]
+			waitingOn = fmt.Sprintf("waiting on its %d remaining objects (%d terminating)", c.objects, c.terminating)
+			evidence = append(evidence, fmt.Sprintf("%d objects remain in the namespace, %d of them terminating", c.objects, c.terminating))
+		}
+		findings = append(findings, Finding{
+			Rule:     r.Name(),
+			Severity: SeverityInfo,
+			Object:   obj.Ref(),
+			Reason:   fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn),
+			Evidence: evidence,
+		})
+	}
+	return findings
+}
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+type namespaceContents struct{ objects, terminating int }
+
+func countNamespaceContents(view *View) map[string]namespaceContents {
+	contents := map[string]namespaceContents{}
+	for obj := range view.Objects() {
+		if obj.Namespace == "" {
+			continue
+		}
+		c := contents[obj.Namespace]
+		c.objects++
+		if obj.DeletionTimestamp != nil {
+			c.terminating++
+		}
+		contents[obj.Namespace] = c
+	}
+	return contents
+}

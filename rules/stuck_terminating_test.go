@@ -1,0 +1,115 @@
+package rules
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStuckTerminating(t *testing.T) {
+	const minAge = 15 * time.Minute
+	tests := []struct {
+		name         string
+		objects      []*Object
+		wantNames    []string
+		wantReason   string
+		wantEvidence []string
+	}{
+		{
+			name:    "an object that is not being deleted is not reported",
+			objects: []*Object{object(configMaps, "shop", "settings", func(o *Object) { o.Finalizers = []string{"shop.example.com/archive"} })},
+		},
+		{
+			name:    "an object younger than the threshold is not reported",
+			objects: []*Object{object(configMaps, "shop", "settings", terminatingFor(minAge-time.Second, "shop.example.com/archive"))},
+		},
+		{
+			name:       "an object exactly at the threshold is reported",
+			objects:    []*Object{object(configMaps, "shop", "settings", terminatingFor(minAge, "shop.example.com/archive"))},
+			wantNames:  []string{"settings"},
+			wantReason: "terminating for 15m, waiting on shop.example.com/archive",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:45:00Z: terminating for 15m (threshold 15m0s)",
+				"finalizers: shop.example.com/archive",
+			},
+		},
+		{
+			name:       "every finalizer is named",
+			objects:    []*Object{object(loggings, "", "all-to-file", terminatingFor(3*time.Hour, "a.example.com/x", "b.example.com/y"))},
+			wantNames:  []string{"all-to-file"},
+			wantReason: "terminating for 3h, waiting on a.example.com/x, b.example.com/y",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T09:00:00Z: terminating for 3h (threshold 15m0s)",
+				"finalizers: a.example.com/x, b.example.com/y",
+			},
+		},
+		{
+			name: "a namespace is reported with what is left in it",
+			objects: []*Object{
+				object(namespaces, "", "logging", terminatingFor(time.Hour)),
+				object(configMaps, "logging", "stuck", terminatingFor(time.Minute, "x.example.com/y")),
+				object(configMaps, "logging", "plain"),
+				object(configMaps, "other", "elsewhere"),
+			},
+			wantNames:  []string{"logging"},
+			wantReason: "terminating for 60m, waiting on its 2 remaining objects (1 terminating)",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+				"no finalizers in metadata",
+				"2 objects remain in the namespace, 1 of them terminating",
+			},
+		},
+		{
+			name: "a grace period is part of the evidence",
+			objects: []*Object{object(configMaps, "shop", "settings", terminatingFor(time.Hour), func(o *Object) {
+				grace := int64(30)
+				o.DeletionGracePeriodSeconds = &grace
+			})},
+			wantNames:  []string{"settings"},
+			wantReason: "terminating for 60m, no finalizers",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+				"no finalizers in metadata",
+				"deletionGracePeriodSeconds 30",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			findings := StuckTerminating{MinAge: minAge}.Plan(context.Background(), newTestView(tt.objects...))
+			var names []string
+			for _, f := range findings {
+				names = append(names, f.Object.Name)
+				assert.Equal(t, "stuck-terminating", f.Rule)
+				assert.Equal(t, SeverityInfo, f.Severity)
+				assert.Nil(t, f.Action, "stuck-terminating only reports")
+			}
+			require.Equal(t, tt.wantNames, names)
+			if len(findings) == 1 {
+				assert.Equal(t, tt.wantReason, findings[0].Reason)
+				assert.Equal(t, tt.wantEvidence, findings[0].Evidence)
+			}
+		})
+	}
+}
+
+func TestStuckTerminatingOrderIsDeterministic(t *testing.T) {
+	objects := []*Object{
+		object(loggings, "", "b", terminatingFor(time.Hour, "x/y")),
+		object(configMaps, "shop", "b", terminatingFor(time.Hour, "x/y")),
+		object(configMaps, "other", "z", terminatingFor(time.Hour, "x/y")),
+		object(configMaps, "shop", "a", terminatingFor(time.Hour, "x/y")),
+		object(loggings, "", "a", terminatingFor(time.Hour, "x/y")),
+	}
+	var got []string
+	for _, f := range (StuckTerminating{}).Plan(context.Background(), newTestView(objects...)) {
+		got = append(got, f.Object.String())
+	}
+	assert.Equal(t, []string{
+		"ConfigMap other/z", "ConfigMap shop/a", "ConfigMap shop/b",
+		"Logging.logging.banzaicloud.io a", "Logging.logging.banzaicloud.io b",
+	}, got)
+}

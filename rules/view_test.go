@@ -1,0 +1,77 @@
+package rules
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestViewLookups(t *testing.T) {
+	a := object(configMaps, "shop", "a")
+	b := object(configMaps, "shop", "b")
+	all := object(loggings, "", "all-to-file")
+	v := newTestView(b, all, a)
+
+	assert.Equal(t, testNow, v.Now())
+	assert.Equal(t, 3, v.Len())
+	assert.Equal(t, []*Object{a, b}, v.List(configMaps.GroupResource()))
+
+	got, ok := v.Get(configMaps.GroupResource(), "shop", "b")
+	require.True(t, ok)
+	assert.Same(t, b, got)
+	_, ok = v.Get(configMaps.GroupResource(), "other", "b")
+	assert.False(t, ok)
+	_, ok = v.Get(loggings.GroupResource(), "shop", "a")
+	assert.False(t, ok, "lookups are per resource")
+
+	got, ok = v.ByUID(all.UID)
+	require.True(t, ok)
+	assert.Same(t, all, got)
+
+	assert.Equal(t, []*Object{a, b, all}, slices.Collect(v.Objects()), "ordered by resource, namespace, name")
+}
+
+func TestViewObserved(t *testing.T) {
+	v := NewView(testNow, []Resource{configMaps, loggings}, []schema.GroupResource{loggings.GroupResource()}, nil)
+	assert.True(t, v.Observed(configMaps.GroupResource()))
+	assert.False(t, v.Observed(loggings.GroupResource()), "a resource whose list failed is not observed")
+	assert.False(t, v.Observed(namespaces.GroupResource()), "a resource that was not listed is not observed")
+}
+
+func TestViewCountsObjectsServedTwice(t *testing.T) {
+	events := Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
+	eventsV1 := Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
+	v := NewView(testNow, []Resource{events, eventsV1}, nil, []*Object{
+		object(events, "shop", "e", withUID("same")),
+		object(eventsV1, "shop", "e", withUID("same")),
+	})
+	assert.Equal(t, 2, v.Len())
+}
+
+func TestViewWithObject(t *testing.T) {
+	a := object(configMaps, "shop", "a")
+	b := object(configMaps, "shop", "b")
+	v := newTestView(a, b)
+
+	fresh := object(configMaps, "shop", "a", withUID("recreated"))
+	next := v.WithObject(fresh)
+	got, _ := next.Get(configMaps.GroupResource(), "shop", "a")
+	assert.Same(t, fresh, got)
+	_, ok := next.ByUID(a.UID)
+	assert.False(t, ok, "the replaced object's UID is gone")
+	assert.Equal(t, 2, next.Len())
+
+	added := object(configMaps, "shop", "0-new")
+	third := next.WithObject(added)
+	assert.Equal(t, []*Object{added, fresh, b}, third.List(configMaps.GroupResource()))
+	assert.Equal(t, 3, third.Len())
+
+	// The original view is unchanged.
+	got, _ = v.Get(configMaps.GroupResource(), "shop", "a")
+	assert.Same(t, a, got)
+	assert.Equal(t, []*Object{a, b}, v.List(configMaps.GroupResource()))
+	assert.Equal(t, 2, v.Len())
+}
