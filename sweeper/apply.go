@@ -1,0 +1,199 @@
+package sweeper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// Outcome is what became of a finding's action.
+type Outcome string
+
+// The outcomes of an action.
+const (
+	// OutcomePlanned: --dry-run=client, nothing was sent.
+	OutcomePlanned Outcome = "planned"
+	// OutcomeDryRun: --dry-run=server, the server accepted the write and persisted nothing.
+	OutcomeDryRun Outcome = "dry-run"
+	// OutcomeApplied: the write was persisted, or the object was already gone.
+	OutcomeApplied Outcome = "applied"
+	// OutcomeFailed: the write failed; the result says why.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeSkipped: the action was not attempted; the result says why.
+	OutcomeSkipped Outcome = "skipped"
+)
+
+// Result is what became of one action.
+type Result struct {
+	Outcome Outcome
+	// Message says why the action failed or was skipped.
+	Message string
+	// Action is the action that was carried out, when a re-plan changed it.
+	Action rules.Action
+}
+
+// Applier carries out actions. It is the only code in operator-sweeper that writes to the API
+// server, and every write it sends carries a precondition:
+//   - RemoveFinalizers: a JSON patch that tests the UID and the finalizers as observed, then
+//     replaces the finalizers;
+//   - SetOwnerReferences: a JSON patch that tests the resourceVersion as observed;
+//   - Delete: DeleteOptions with the observed UID as precondition.
+type Applier struct {
+	Client metadata.Interface
+	Mode   DryRunMode
+	Logger *slog.Logger
+}
+
+// Apply carries out the action of a finding that rule planned from view. A write that loses a
+// race (the object changed after it was observed) is retried once: the object is re-read, rule
+// re-plans it, and the new action, if there still is one, is sent. An object that is gone counts
+// as done.
+func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, f rules.Finding) Result {
+	if a.Mode == DryRunClient {
+		return Result{Outcome: OutcomePlanned}
+	}
+	obj, ok := view.Get(f.Object.Resource.GroupResource(), f.Object.Namespace, f.Object.Name)
+	if !ok || obj.UID != f.Object.UID {
+		return Result{Outcome: OutcomeFailed, Message: "the object is not in the view the rule planned from"}
+	}
+
+	err := a.send(ctx, obj, f.Action)
+	if !mayHaveLostRace(err) {
+		return a.result(err)
+	}
+	fresh, rerr := a.reread(ctx, obj)
+	switch {
+	case rerr != nil:
+		return a.result(rerr) // NotFound: gone, which is what every action wants
+	case fresh.UID == obj.UID && fresh.ResourceVersion == obj.ResourceVersion:
+		// Nothing changed, so the precondition held: the server refused the write for another reason.
+		return a.result(err)
+	}
+	a.Logger.InfoContext(ctx, "object changed since it was observed; re-planning it",
+		"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", f.Action.Type())
+	replanned, ok := planFor(ctx, rule, view.WithObject(fresh), fresh)
+	if !ok {
+		return Result{Outcome: OutcomeSkipped, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}
+	}
+	err = a.send(ctx, fresh, replanned.Action)
+	if mayHaveLostRace(err) {
+		return Result{Outcome: OutcomeFailed, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}
+	}
+	res := a.result(err)
+	res.Action = replanned.Action
+	return res
+}
+
+// planFor returns the finding with an action that rule plans for obj in view.
+func planFor(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object) (rules.Finding, bool) {
+	for _, f := range rule.Plan(ctx, view) {
+		if f.Action != nil && f.Object.UID == obj.UID {
+			return f, true
+		}
+	}
+	return rules.Finding{}, false
+}
+
+func (a *Applier) result(err error) Result {
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		if a.Mode == DryRunServer {
+			return Result{Outcome: OutcomeDryRun}
+		}
+		return Result{Outcome: OutcomeApplied}
+	default:
+		return Result{Outcome: OutcomeFailed, Message: err.Error()}
+	}
+}
+
+// mayHaveLostRace reports whether a write may have failed on its precondition: a 409 Conflict
+// (UID precondition of a delete), or a 422, which is all the API server says when a JSON patch
+// cannot be applied, a failed test operation included (k8s.io/apiserver
+// endpoints/handlers/patch.go, applyJSPatch: the json-patch message is not passed on).
+func mayHaveLostRace(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
+}
+
+func (a *Applier) client(obj *rules.Object) metadata.ResourceInterface {
+	client := a.Client.Resource(obj.Resource.GroupVersionResource)
+	if obj.Namespace != "" {
+		return client.Namespace(obj.Namespace)
+	}
+	return client
+}
+
+func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object, error) {
+	m, err := a.client(obj).Get(ctx, obj.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return newObject(obj.Resource, m), nil
+}
+
+func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Action) error {
+	var dryRun []string
+	if a.Mode == DryRunServer {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	switch act := action.(type) {
+	case rules.RemoveFinalizers:
+		remaining := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return slices.Contains(act.Finalizers, f) })
+		if len(remaining) == len(obj.Finalizers) {
+			return nil // nothing left to remove
+		}
+		return a.patch(ctx, obj, dryRun,
+			jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: obj.UID},
+			jsonPatchOp{Op: "test", Path: "/metadata/finalizers", Value: obj.Finalizers},
+			jsonPatchOp{Op: "replace", Path: "/metadata/finalizers", Value: remaining})
+	case rules.SetOwnerReferences:
+		return a.patch(ctx, obj, dryRun,
+			jsonPatchOp{Op: "test", Path: "/metadata/resourceVersion", Value: obj.ResourceVersion},
+			jsonPatchOp{Op: "add", Path: "/metadata/ownerReferences", Value: ownerReferences(obj.OwnerReferences, act)})
+	case rules.Delete:
+		uid := obj.UID
+		return a.client(obj).Delete(ctx, obj.Name, metav1.DeleteOptions{
+			DryRun:             dryRun,
+			GracePeriodSeconds: act.GracePeriodSeconds,
+			Preconditions:      &metav1.Preconditions{UID: &uid},
+		})
+	default:
+		return fmt.Errorf("unknown action %T", action)
+	}
+}
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func (a *Applier) patch(ctx context.Context, obj *rules.Object, dryRun []string, ops ...jsonPatchOp) error {
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode patch for %s %s/%s: %w", obj.Resource, obj.Namespace, obj.Name, err)
+	}
+	_, err = a.client(obj).Patch(ctx, obj.Name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: dryRun})
+	return err
+}
+
+// ownerReferences returns refs without the removed owners, with the added ones last. An added
+// reference replaces one with the same UID.
+func ownerReferences(refs []metav1.OwnerReference, act rules.SetOwnerReferences) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(refs)+len(act.Add))
+	for _, ref := range refs {
+		replaced := slices.ContainsFunc(act.Add, func(add metav1.OwnerReference) bool { return add.UID == ref.UID })
+		if !replaced && !slices.Contains(act.Remove, ref.UID) {
+			out = append(out, ref)
+		}
+	}
+	return append(out, act.Add...)
+}

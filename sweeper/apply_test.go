@@ -1,0 +1,80 @@
+package sweeper
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+func TestOwnerReferences(t *testing.T) {
+	ref := func(kind, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "operators.coreos.com/v1alpha1", Kind: kind, Name: kind + "-" + uid, UID: types.UID(uid)}
+	}
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		act  rules.SetOwnerReferences
+		want []metav1.OwnerReference
+	}{
+		{
+			name: "add to none",
+			act:  rules.SetOwnerReferences{Add: []metav1.OwnerReference{ref("Subscription", "new")}},
+			want: []metav1.OwnerReference{ref("Subscription", "new")},
+		},
+		{
+			name: "replace a stale owner and keep the others",
+			refs: []metav1.OwnerReference{ref("Subscription", "old"), ref("CatalogSource", "cat")},
+			act:  rules.SetOwnerReferences{Add: []metav1.OwnerReference{ref("Subscription", "new")}, Remove: []types.UID{"old"}},
+			want: []metav1.OwnerReference{ref("CatalogSource", "cat"), ref("Subscription", "new")},
+		},
+		{
+			name: "an added reference replaces one with the same UID",
+			refs: []metav1.OwnerReference{{Kind: "Subscription", Name: "s", UID: "same", Controller: new(true)}},
+			act:  rules.SetOwnerReferences{Add: []metav1.OwnerReference{ref("Subscription", "same")}},
+			want: []metav1.OwnerReference{ref("Subscription", "same")},
+		},
+		{
+			name: "remove only",
+			refs: []metav1.OwnerReference{ref("Subscription", "old")},
+			act:  rules.SetOwnerReferences{Remove: []types.UID{"old"}},
+			want: []metav1.OwnerReference{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ownerReferences(tt.refs, tt.act))
+		})
+	}
+}
+
+func TestMayHaveLostRace(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"conflict", apierrors.NewConflict(gr, "a", errors.New("the object has been modified")), true},
+		{"failed JSON patch test", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "",
+			"testing value /metadata/finalizers failed: test failed", 0, false), true},
+		{"wrapped conflict", fmt.Errorf("patch: %w", apierrors.NewConflict(gr, "a", errors.New("x"))), true},
+		{"any other 422 is checked by re-reading", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), true},
+		{"not found", apierrors.NewNotFound(gr, "a"), false},
+		{"forbidden", apierrors.NewForbidden(gr, "a", errors.New("no")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, mayHaveLostRace(tt.err))
+		})
+	}
+}

@@ -1,0 +1,306 @@
+package sweeper
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// ReportAPIVersion and ReportKind identify a SweepReport.
+const (
+	ReportAPIVersion = "sweeper.operator-sweeper.io/v1alpha1"
+	ReportKind       = "SweepReport"
+)
+
+// The stages of a run, as named in ReportError.
+const (
+	StageClients   = "clients"
+	StageInventory = "inventory"
+	StageObserve   = "observe"
+	StagePlan      = "plan"
+	StageApply     = "apply"
+	StageReport    = "report"
+)
+
+// Report is what one run found and did. Its JSON form is the contract with whoever reads it:
+// later rules add findings, never fields.
+type Report struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   ReportMetadata  `json:"metadata"`
+	Summary    Summary         `json:"summary"`
+	Findings   []FindingResult `json:"findings"`
+	Errors     []ReportError   `json:"errors"`
+}
+
+// ReportMetadata says when, where and how the run happened.
+type ReportMetadata struct {
+	StartTime metav1.Time `json:"startTime"`
+	EndTime   metav1.Time `json:"endTime"`
+	Mode      DryRunMode  `json:"mode"`
+	Version   string      `json:"version"`
+	Cluster   string      `json:"cluster"`
+}
+
+// Summary counts what the run did. Planned counts actions that were not persisted: planned
+// under --dry-run=client and accepted under --dry-run=server.
+type Summary struct {
+	// Resources is the number of resource types listed.
+	Resources int `json:"resources"`
+	// Scanned is the number of objects listed.
+	Scanned  int `json:"scanned"`
+	Findings int `json:"findings"`
+	Planned  int `json:"planned"`
+	Applied  int `json:"applied"`
+	Failed   int `json:"failed"`
+	Skipped  int `json:"skipped"`
+}
+
+// FindingResult is a finding and what became of its action. A finding without an action (report
+// only) has no action, outcome or error.
+type FindingResult struct {
+	Rule     string         `json:"rule"`
+	Severity rules.Severity `json:"severity"`
+	Object   ObjectSummary  `json:"object"`
+	Reason   string         `json:"reason"`
+	Evidence []string       `json:"evidence"`
+	Action   *ActionSummary `json:"action,omitempty"`
+	Outcome  Outcome        `json:"outcome,omitempty"`
+	// Error says why the action failed, or why it was skipped ("limit: …", "protected-namespace: …").
+	Error string `json:"error,omitempty"`
+}
+
+// ObjectSummary identifies the object of a finding.
+type ObjectSummary struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+}
+
+// ActionSummary is an action as data in the report.
+type ActionSummary struct {
+	Type                  string                  `json:"type"`
+	Finalizers            []string                `json:"finalizers,omitempty"`
+	AddOwnerReferences    []metav1.OwnerReference `json:"addOwnerReferences,omitempty"`
+	RemoveOwnerReferences []types.UID             `json:"removeOwnerReferences,omitempty"`
+	GracePeriodSeconds    *int64                  `json:"gracePeriodSeconds,omitempty"`
+}
+
+// ReportError is a problem that kept part of the run from being done. Resource is empty when the
+// whole stage failed.
+type ReportError struct {
+	Stage    string `json:"stage"`
+	Resource string `json:"resource,omitempty"`
+	Message  string `json:"message"`
+}
+
+func newReport(start time.Time, opts Options) *Report {
+	return &Report{
+		APIVersion: ReportAPIVersion,
+		Kind:       ReportKind,
+		Metadata: ReportMetadata{
+			StartTime: metav1.NewTime(start),
+			Mode:      opts.DryRun,
+			Version:   opts.Version,
+			Cluster:   opts.Cluster,
+		},
+		Findings: []FindingResult{},
+		Errors:   []ReportError{},
+	}
+}
+
+func (r *Report) addFinding(f rules.Finding, res Result) {
+	ref := f.Object
+	fr := FindingResult{
+		Rule:     f.Rule,
+		Severity: f.Severity,
+		Object: ObjectSummary{
+			APIVersion: ref.APIVersion(),
+			Kind:       ref.Kind,
+			Namespace:  ref.Namespace,
+			Name:       ref.Name,
+			UID:        ref.UID,
+		},
+		Reason:   f.Reason,
+		Evidence: f.Evidence,
+	}
+	if fr.Evidence == nil {
+		fr.Evidence = []string{}
+	}
+	r.Summary.Findings++
+	if f.Action != nil {
+		action := f.Action
+		if res.Action != nil {
+			action = res.Action
+		}
+		fr.Action = summarizeAction(action)
+		fr.Outcome = res.Outcome
+		fr.Error = res.Message
+		switch res.Outcome {
+		case OutcomePlanned, OutcomeDryRun:
+			r.Summary.Planned++
+		case OutcomeApplied:
+			r.Summary.Applied++
+		case OutcomeFailed:
+			r.Summary.Failed++
+		case OutcomeSkipped:
+			r.Summary.Skipped++
+		}
+	}
+	r.Findings = append(r.Findings, fr)
+}
+
+func summarizeAction(action rules.Action) *ActionSummary {
+	s := &ActionSummary{Type: action.Type()}
+	switch act := action.(type) {
+	case rules.RemoveFinalizers:
+		s.Finalizers = act.Finalizers
+	case rules.SetOwnerReferences:
+		s.AddOwnerReferences = act.Add
+		s.RemoveOwnerReferences = act.Remove
+	case rules.Delete:
+		s.GracePeriodSeconds = act.GracePeriodSeconds
+	}
+	return s
+}
+
+// Failed reports whether a stage failed as a whole or an action failed.
+func (r *Report) Failed() bool {
+	if r.Summary.Failed > 0 {
+		return true
+	}
+	for _, e := range r.Errors {
+		if e.Resource == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Print writes the report in the given format.
+func (r *Report) Print(w io.Writer, format OutputFormat) error {
+	switch format {
+	case OutputJSON:
+		return r.printJSON(w)
+	case OutputYAML:
+		data, err := yaml.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode report as YAML: %w", err)
+		}
+		_, err = w.Write(data)
+		return err
+	case OutputMarkdown:
+		return r.printMarkdown(w)
+	default:
+		return r.printTable(w)
+	}
+}
+
+func (r *Report) printJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// printTable prints a kubectl-like table, then one summary line and the errors, if any.
+func (r *Report) printTable(w io.Writer) error {
+	// The same tabwriter settings as kubectl's printers.
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(tw, "No findings.")
+	} else {
+		fmt.Fprintln(tw, "RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
+		for _, f := range r.Findings {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Rule, f.Object.Kind, f.Object.namespacedName(), f.Action.typeName(), f.outcome(), f.Reason)
+		}
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintln(tw, "\nSTAGE\tRESOURCE\tERROR")
+		for _, e := range r.Errors {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Stage, dash(e.Resource), e.Message)
+		}
+	}
+	fmt.Fprintf(tw, "\n%s\n", r.summaryLine())
+	return tw.Flush()
+}
+
+func (r *Report) summaryLine() string {
+	s := r.Summary
+	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %d errors; cluster %s, mode %s, %s.",
+		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, len(r.Errors),
+		dash(r.Metadata.Cluster), r.Metadata.Mode, r.Metadata.EndTime.Sub(r.Metadata.StartTime.Time).Round(time.Millisecond))
+}
+
+func (r *Report) printMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Sweep report\n\n%s\n\n", r.summaryLine())
+	fmt.Fprintf(&b, "| started | ended | version |\n|---|---|---|\n| %s | %s | %s |\n\n",
+		r.Metadata.StartTime.UTC().Format(time.RFC3339), r.Metadata.EndTime.UTC().Format(time.RFC3339), md(r.Metadata.Version))
+	b.WriteString("## Findings\n\n")
+	if len(r.Findings) == 0 {
+		b.WriteString("No findings.\n")
+	} else {
+		b.WriteString("| rule | severity | object | action | outcome | reason | evidence |\n|---|---|---|---|---|---|---|\n")
+		for _, f := range r.Findings {
+			fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, md(f.Object.Kind), md(f.Object.namespacedName()),
+				md(f.Action.typeName()), md(f.outcome()), md(f.Reason), md(strings.Join(f.Evidence, "; ")))
+		}
+	}
+	if len(r.Errors) > 0 {
+		b.WriteString("\n## Errors\n\n| stage | resource | error |\n|---|---|---|\n")
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", e.Stage, md(dash(e.Resource)), md(e.Message))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (o ObjectSummary) namespacedName() string {
+	if o.Namespace == "" {
+		return o.Name
+	}
+	return o.Namespace + "/" + o.Name
+}
+
+func (a *ActionSummary) typeName() string {
+	if a == nil {
+		return "-"
+	}
+	return a.Type
+}
+
+func (f FindingResult) outcome() string {
+	switch {
+	case f.Outcome == "":
+		return "-"
+	case f.Error != "" && f.Outcome == OutcomeSkipped:
+		reason, _, _ := strings.Cut(f.Error, ":")
+		return string(f.Outcome) + " (" + reason + ")"
+	default:
+		return string(f.Outcome)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// md escapes a table cell for Markdown.
+func md(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

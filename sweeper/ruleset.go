@@ -1,0 +1,54 @@
+package sweeper
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// ruleSet returns the rules this run uses, in the order their actions are applied: a rule whose
+// actions must come first (RBAC before the finalizer that stood for it) comes first.
+func (o Options) ruleSet() ([]rules.Rule, error) {
+	builtin := []struct {
+		rule   rules.Rule
+		toggle RuleToggle
+	}{
+		{rules.StuckTerminating{MinAge: o.MinTerminatingAge.Duration}, o.RuleSettings.StuckTerminating},
+	}
+
+	names := make([]string, 0, len(builtin))
+	for _, b := range builtin {
+		names = append(names, b.rule.Name())
+	}
+	// "*" keeps every rule the config file enables; so does a list of only negations ("-foo"),
+	// which would otherwise mean no rule at all.
+	all := true
+	chosen := map[string]bool{}
+	for _, item := range o.Rules {
+		item = strings.TrimSpace(item)
+		if item == "*" {
+			continue
+		}
+		name, disable := strings.CutPrefix(item, "-")
+		if !slices.Contains(names, name) {
+			return nil, inputErrorf("--rules: unknown rule %q; the rules are %s", name, strings.Join(names, ", "))
+		}
+		chosen[name] = !disable
+		if !disable && !slices.Contains(o.Rules, "*") {
+			all = false
+		}
+	}
+
+	var set []rules.Rule
+	for _, b := range builtin {
+		enabled := all && (b.toggle.Enabled == nil || *b.toggle.Enabled)
+		if v, ok := chosen[b.rule.Name()]; ok {
+			enabled = v
+		}
+		if enabled {
+			set = append(set, b.rule)
+		}
+	}
+	return set, nil
+}

@@ -1,0 +1,246 @@
+package sweeper
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// Streams are where a run writes: the report to Out, logs to Err.
+type Streams struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// Run is one run of the command: it validates opts, connects to the cluster, sweeps, prints the
+// report and writes the report file. It returns an *InputError for bad input (nothing was done),
+// an error wrapping ErrIncomplete when a stage or an action failed, and ErrFindings when findings
+// are present and --fail-on-findings is set; the report is printed in both latter cases.
+func Run(ctx context.Context, opts Options, streams Streams) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	logger := newLogger(opts, streams.Err)
+	// client-go logs through klog; route it to the same structured log.
+	klog.SetSlogLogger(logger)
+	ruleSet, err := opts.ruleSet()
+	if err != nil {
+		return err
+	}
+	config, cluster, err := LoadRESTConfig(opts.Kubeconfig, opts.Context)
+	if err != nil {
+		return err
+	}
+	if opts.Cluster == "" {
+		opts.Cluster = cluster
+	}
+	// Open the report file before the run, so that a bad path is an input error, not a lost report.
+	var reportFile *os.File
+	if opts.ReportFile != "" {
+		if reportFile, err = os.Create(opts.ReportFile); err != nil {
+			return inputErrorf("--report-file: %w", err)
+		}
+		defer reportFile.Close()
+	}
+	if opts.Timeout.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout.Duration)
+		defer cancel()
+	}
+	clients, err := NewClients(config, opts, logger)
+	if err != nil {
+		return &InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
+	}
+	if err := clients.Ping(ctx, config.Host); err != nil {
+		return err
+	}
+
+	engine := &Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clock.RealClock{}, Logger: logger}
+	report := engine.Run(ctx)
+	if err := report.Print(streams.Out, opts.Output); err != nil {
+		return fmt.Errorf("print the report: %w", err)
+	}
+	if reportFile != nil {
+		if err := report.printJSON(reportFile); err != nil {
+			return fmt.Errorf("write --report-file %s: %w", opts.ReportFile, err)
+		}
+		if err := reportFile.Close(); err != nil {
+			return fmt.Errorf("write --report-file %s: %w", opts.ReportFile, err)
+		}
+	}
+	switch {
+	case report.Failed():
+		return fmt.Errorf("%w: %s", ErrIncomplete, report.failure())
+	case opts.FailOnFindings && report.Summary.Findings > 0:
+		return fmt.Errorf("%w: %d findings (--fail-on-findings)", ErrFindings, report.Summary.Findings)
+	}
+	return nil
+}
+
+func newLogger(opts Options, w io.Writer) *slog.Logger {
+	level, _ := opts.logLevel() // validated
+	handlerOpts := &slog.HandlerOptions{Level: level}
+	if opts.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, handlerOpts))
+	}
+	return slog.New(slog.NewTextHandler(w, handlerOpts))
+}
+
+// Engine runs one sweep: inventory, observe, plan, limit, apply. It never prints; it returns the
+// report.
+type Engine struct {
+	Options Options
+	Clients *Clients
+	// Rules are the enabled rules, in the order their actions are applied.
+	Rules  []rules.Rule
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+}
+
+// plannedFinding is a finding with the rule that made it, which the applier needs to re-plan.
+type plannedFinding struct {
+	rules.Finding
+	rule  rules.Rule
+	order int
+}
+
+// Run sweeps once and returns the report. Problems are recorded in the report, never returned.
+func (e *Engine) Run(ctx context.Context) *Report {
+	report := newReport(e.Clock.Now(), e.Options)
+	defer func() { report.Metadata.EndTime = metav1.NewTime(e.Clock.Now()) }()
+
+	resources, problems, err := e.inventory(ctx)
+	report.Errors = append(report.Errors, problems...)
+	for _, p := range problems {
+		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "group", p.Resource, "error", p.Message)
+	}
+	if err != nil {
+		return e.stageFailed(ctx, report, StageInventory, err)
+	}
+	report.Summary.Resources = len(resources)
+	e.Logger.InfoContext(ctx, "inventory done", "resources", len(resources), "errors", len(problems))
+
+	start := e.Clock.Now()
+	view, problems, err := e.observe(ctx, resources)
+	report.Errors = append(report.Errors, problems...)
+	for _, p := range problems {
+		e.Logger.WarnContext(ctx, "list failed; the resource is not fully observed", "gvr", p.Resource, "error", p.Message)
+	}
+	if err != nil {
+		return e.stageFailed(ctx, report, StageObserve, err)
+	}
+	report.Summary.Scanned = view.Len()
+	e.Logger.InfoContext(ctx, "observe done", "objects", view.Len(), "errors", len(problems), "duration", e.Clock.Since(start).String())
+
+	planned := e.plan(ctx, view, report)
+	e.Logger.InfoContext(ctx, "plan done", "findings", len(planned))
+
+	e.limitAndApply(ctx, view, planned, report)
+	e.Logger.InfoContext(ctx, "apply done", "mode", e.Options.DryRun, "planned", report.Summary.Planned,
+		"applied", report.Summary.Applied, "failed", report.Summary.Failed, "skipped", report.Summary.Skipped)
+	return report
+}
+
+func (e *Engine) stageFailed(ctx context.Context, report *Report, stage string, err error) *Report {
+	e.Logger.ErrorContext(ctx, "stage failed", "stage", stage, "error", err)
+	report.Errors = append(report.Errors, ReportError{Stage: stage, Message: err.Error()})
+	return report
+}
+
+// plan runs every rule and orders the findings deterministically: by rule (which is the apply
+// order), then resource, namespace and name; findings of one rule about one object keep the
+// rule's order. A rule that panics is reported and the others still run.
+func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []plannedFinding {
+	var planned []plannedFinding
+	for i, rule := range e.Rules {
+		findings, err := planSafely(ctx, rule, view)
+		if err != nil {
+			e.Logger.ErrorContext(ctx, "rule failed", "rule", rule.Name(), "error", err)
+			report.Errors = append(report.Errors, ReportError{Stage: StagePlan, Resource: rule.Name(), Message: err.Error()})
+			continue
+		}
+		for _, f := range findings {
+			f.Rule = rule.Name()
+			planned = append(planned, plannedFinding{Finding: f, rule: rule, order: i})
+		}
+	}
+	slices.SortStableFunc(planned, func(a, b plannedFinding) int {
+		return cmp.Or(
+			cmp.Compare(a.order, b.order),
+			cmp.Compare(a.Object.Resource.GroupResource().String(), b.Object.Resource.GroupResource().String()),
+			cmp.Compare(a.Object.Namespace, b.Object.Namespace),
+			cmp.Compare(a.Object.Name, b.Object.Name),
+		)
+	})
+	return planned
+}
+
+func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (findings []rules.Finding, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rule %s panicked: %v", rule.Name(), r)
+		}
+	}()
+	return rule.Plan(ctx, view), nil
+}
+
+// limitAndApply decides which actions run, in order, and runs them: an action on an object in a
+// protected namespace is skipped, and so is every action past --max-actions.
+func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []plannedFinding, report *Report) {
+	applier := &Applier{Client: e.Clients.Metadata, Mode: e.Options.DryRun, Logger: e.Logger}
+	protected := patterns(e.Options.ProtectedNamespaces)
+	taken := 0
+	for _, f := range planned {
+		var res Result
+		switch {
+		case f.Action == nil:
+		case protected.match(namespaceOf(f.Object)):
+			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("protected-namespace: %s is in --protected-namespaces", namespaceOf(f.Object))}
+		case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
+			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("limit: --max-actions=%d reached", e.Options.MaxActions)}
+		default:
+			taken++
+			res = applier.Apply(ctx, f.rule, view, f.Finding)
+			level := slog.LevelInfo
+			if res.Outcome == OutcomeFailed {
+				level = slog.LevelError
+			}
+			e.Logger.Log(ctx, level, "action", "rule", f.Rule, "gvr", f.Object.Resource.GroupResource().String(),
+				"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome, "error", res.Message)
+		}
+		report.addFinding(f.Finding, res)
+	}
+}
+
+// namespaceOf is the namespace an object belongs to; a Namespace belongs to itself.
+func namespaceOf(ref rules.ObjectRef) string {
+	if ref.Resource == namespacesResource {
+		return ref.Name
+	}
+	return ref.Namespace
+}
+
+// failure describes in one line why the run counts as failed.
+func (r *Report) failure() string {
+	var parts []string
+	for _, e := range r.Errors {
+		if e.Resource == "" {
+			parts = append(parts, e.Stage+": "+e.Message)
+		}
+	}
+	if r.Summary.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
+	}
+	return strings.Join(parts, "; ")
+}
