@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+var errVersion = errors.New("version requested")
+
+// parseOptions turns the command line into Options. Flags override the --config file: the file is
+// read onto the defaults, then the flags are parsed once more on top of it.
+func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
+	opts := sweeper.DefaultOptions()
+	fs, showVersion := newFlagSet(&opts)
+	if err := fs.Parse(args); err != nil {
+		return opts, fs, err
+	}
+	if *showVersion {
+		return opts, fs, errVersion
+	}
+	if fs.NArg() > 0 {
+		return opts, fs, fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only", fs.Arg(0))
+	}
+	if opts.ConfigFile == "" {
+		return opts, fs, nil
+	}
+	fromFile, err := sweeper.LoadConfigFile(opts.ConfigFile, sweeper.DefaultOptions())
+	if err != nil {
+		return opts, fs, err
+	}
+	fs, _ = newFlagSet(&fromFile)
+	if err := fs.Parse(args); err != nil {
+		return fromFile, fs, err
+	}
+	return fromFile, fs, nil
+}
+
+// newFlagSet binds every flag to o; the defaults shown are o's current values.
+func newFlagSet(o *sweeper.Options) (*pflag.FlagSet, *bool) {
+	fs := pflag.NewFlagSet("operator-sweeper", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed once, by run
+	fs.SortFlags = false
+
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to the kubeconfig file (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
+	fs.StringVar(&o.Context, "context", o.Context, "The kubeconfig context to use (default: the current context).")
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "YAML config file; its keys are these flag names, plus \"rules\". Flags override it.")
+	fs.StringVar(&o.Cluster, "cluster", o.Cluster, "Cluster name in the report (default: the kubeconfig context, or \"in-cluster\").")
+	fs.StringVar((*string)(&o.DryRun), "dry-run", string(o.DryRun), "client: plan and report, write nothing; server: send writes with dryRun=All; none: apply.")
+	fs.StringVarP((*string)(&o.Output), "output", "o", string(o.Output), "Report format: table, json, yaml or markdown.")
+	fs.StringVar(&o.ReportFile, "report-file", o.ReportFile, "Also write the report as JSON to this file.")
+	fs.StringSliceVar(&o.Rules, "rules", o.Rules, "Rules to run: \"*\" is every enabled rule, \"foo\" enables foo, \"-foo\" disables foo.")
+	fs.IntVar(&o.MaxActions, "max-actions", o.MaxActions, "At most this many actions per run; the rest are skipped (reason limit). 0: no cap.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Queries per second to the API server.")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "Burst of queries to the API server.")
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Lists running in parallel.")
+	fs.Int64Var(&o.PageSize, "page-size", o.PageSize, "Objects per list request (limit/continue paging).")
+	fs.DurationVar(&o.Timeout.Duration, "timeout", o.Timeout.Duration, "Bound on the whole run; 0: none.")
+	fs.StringSliceVar(&o.IncludeResources, "include-resources", o.IncludeResources, "Only walk these resources: \"pods\" (any group), \"deployments.apps\", \"*.operators.coreos.com\".")
+	fs.StringSliceVar(&o.ExcludeResources, "exclude-resources", o.ExcludeResources, "Never walk these resources (same patterns as --include-resources).")
+	fs.StringSliceVar(&o.IncludeNamespaces, "include-namespaces", o.IncludeNamespaces, "Only walk these namespaces (names or globs); cluster-scoped resources are still walked.")
+	fs.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", o.ExcludeNamespaces, "Never walk these namespaces (names or globs).")
+	fs.StringSliceVar(&o.ProtectedNamespaces, "protected-namespaces", o.ProtectedNamespaces, "Report, but never act, in these namespaces (names or globs).")
+	fs.DurationVar(&o.MinTerminatingAge.Duration, "min-terminating-age", o.MinTerminatingAge.Duration, "How long an object must have been terminating to count as stuck.")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format on standard error: text or json.")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn or error.")
+	fs.BoolVar(&o.FailOnFindings, "fail-on-findings", o.FailOnFindings, "Exit 3 when there are findings.")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
+	return fs, showVersion
+}

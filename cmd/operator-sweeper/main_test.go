@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(file, []byte(content), 0o600))
+	return file
+}
+
+// unreachableKubeconfig points at a port nothing listens on.
+const unreachableKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster:
+    server: https://127.0.0.1:1
+users:
+- name: nobody
+  user:
+    token: x
+contexts:
+- name: nowhere
+  context: {cluster: nowhere, user: nobody}
+current-context: nowhere
+`
+
+func TestBadInputExitsTwoWithOneLine(t *testing.T) {
+	// Keep the tests off any real cluster: nothing here may reach further than the kubeconfig check.
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	kubeconfig := writeFile(t, "kubeconfig", unreachableKubeconfig)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent"}, "/nonexistent"},
+		{"missing context", []string{"--kubeconfig", kubeconfig, "--context", "prod"}, `context "prod" does not exist`},
+		{"output", []string{"--output=xml"}, `--output "xml" is invalid: use table, json, yaml or markdown`},
+		{"dry-run", []string{"--dry-run=maybe"}, `--dry-run "maybe" is invalid: use client, server or none`},
+		{"max-actions", []string{"--max-actions=-1"}, "--max-actions -1 is invalid"},
+		{"not a number", []string{"--max-actions=many"}, `invalid argument "many" for "--max-actions"`},
+		{"unknown flag", []string{"--dryrun=none"}, "unknown flag: --dryrun"},
+		{"positional argument", []string{"sweep"}, `unexpected argument "sweep"`},
+		{"unknown rule", []string{"--rules=orphans"}, `--rules: unknown rule "orphans"`},
+		{"config unknown key", []string{"--config", writeFile(t, "c.yaml", "dryrun: none\n")}, `unknown field "dryrun"`},
+		{"config bad YAML", []string{"--config", writeFile(t, "c.yaml", "qps: [1\n")}, "yaml: line"},
+		{"config missing", []string{"--config", "/nonexistent/config.yaml"}, "--config: open /nonexistent/config.yaml"},
+		{"report file directory", []string{"--kubeconfig", kubeconfig, "--report-file", "/nonexistent/dir/report.json"}, "--report-file"},
+		{"unreachable server", []string{"--kubeconfig", kubeconfig}, "cannot reach the API server at https://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			assert.Equal(t, exitInput, code)
+			assert.Empty(t, stdout.String())
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			require.Len(t, lines, 1, "stderr: %q", stderr.String())
+			assert.True(t, strings.HasPrefix(lines[0], "error: "), lines[0])
+			assert.Contains(t, lines[0], tt.wantErr)
+		})
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, exitOK, run(context.Background(), []string{"--version"}, &stdout, &stderr))
+	assert.Equal(t, "operator-sweeper dev (commit unknown)\n", stdout.String())
+
+	stdout.Reset()
+	assert.Equal(t, exitOK, run(context.Background(), []string{"--help"}, &stdout, &stderr))
+	for _, flag := range []string{"--kubeconfig", "--context", "--dry-run", "-o, --output", "--report-file", "--rules", "--max-actions",
+		"--qps", "--burst", "--concurrency", "--page-size", "--timeout", "--include-resources", "--exclude-resources",
+		"--include-namespaces", "--exclude-namespaces", "--min-terminating-age", "--config", "--log-format", "--log-level",
+		"--fail-on-findings", "--version"} {
+		assert.Contains(t, stdout.String(), flag)
+	}
+	assert.Empty(t, stderr.String())
+}
+
+func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	config := writeFile(t, "config.yaml", "dry-run: none\nmax-actions: 7\npage-size: 20\nexclude-namespaces: [a]\n")
+	opts, _, err := parseOptions([]string{"--config", config, "--max-actions=3", "--exclude-namespaces=b,c"})
+	require.NoError(t, err)
+	assert.Equal(t, sweeper.DryRunNone, opts.DryRun, "from the file")
+	assert.Equal(t, int64(20), opts.PageSize, "from the file")
+	assert.Equal(t, 3, opts.MaxActions, "the flag wins")
+	assert.Equal(t, []string{"b", "c"}, opts.ExcludeNamespaces, "the flag replaces the file's list")
+	assert.Equal(t, sweeper.DefaultOptions().Timeout, opts.Timeout, "what neither sets keeps its default")
+
+	opts, _, err = parseOptions(nil)
+	require.NoError(t, err)
+	assert.Equal(t, sweeper.DefaultOptions(), opts)
+}
