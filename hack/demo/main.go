@@ -1,0 +1,57 @@
+// Command demo starts a real kube-apiserver and etcd, seeds the debris of an uninstalled
+// logging-operator and an uninstalled OLM, and prints operator-sweeper's dry-run report of it.
+// `make demo` builds everything and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+func main() {
+	sweeper := flag.String("sweeper", "bin/operator-sweeper", "the operator-sweeper binary to run")
+	keep := flag.Bool("keep", false, "keep the cluster running after the report, until interrupted")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *sweeper, *keep, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, sweeper string, keep bool, extraArgs []string) error {
+	fmt.Fprintln(os.Stderr, "demo: starting kube-apiserver and etcd …")
+	c, err := cluster.Start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: stop the cluster:", err)
+		}
+	}()
+	if err := cluster.SeedDemo(ctx, c); err != nil {
+		return err
+	}
+	// The debris is seconds old, so the demo does not wait for the default --min-terminating-age.
+	args := append([]string{"--kubeconfig", c.Kubeconfig, "--min-terminating-age=0s", "--log-level=warn"}, extraArgs...)
+	fmt.Fprintf(os.Stderr, "demo: seeded sample debris; running: %s %v\n\n", sweeper, args)
+	cmd := exec.CommandContext(ctx, sweeper, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", sweeper, err)
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "\ndemo: the cluster keeps running; try:\n  %s --kubeconfig %s --min-terminating-age=0s -o yaml\nPress Ctrl-C to stop it.\n", sweeper, c.Kubeconfig)
+		<-ctx.Done()
+	}
+	return nil
+}

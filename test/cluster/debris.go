@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// DemoDebris is what an uninstalled logging-operator and an uninstalled OLM leave behind, plus
+// one object whose finalizer no known operator owns. Everything in it is Terminating.
+const DemoDebris = `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: Logging
+metadata:
+  name: all-to-file
+  finalizers:
+  - fluentdconfig.logging.banzaicloud.io/finalizer
+  - syslogngconfig.logging.banzaicloud.io/finalizer
+  - telemetrycontroller.logging.banzaicloud.io/finalizer
+spec:
+  controlNamespace: logging
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata:
+  name: syslog-ng
+  namespace: logging
+  finalizers:
+  - syslogngconfig.logging.banzaicloud.io/finalizer
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: FluentdConfig
+metadata:
+  name: fluentd
+  namespace: logging
+  finalizers:
+  - fluentdconfig.logging.banzaicloud.io/finalizer
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: etcdoperator.v0.9.4
+  namespace: operators
+  finalizers:
+  - operators.coreos.com/csv-cleanup
+spec:
+  displayName: etcd
+  install:
+    strategy: deployment
+    spec:
+      deployments: []
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: checkout-settings
+  namespace: shop
+  finalizers:
+  - shop.example.com/archive
+data:
+  currency: EUR
+`
+
+// DemoAlive is what a healthy cluster also has: nothing here is stuck.
+const DemoAlive = `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: logging
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: operators
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: storefront
+  namespace: shop
+data:
+  theme: dark
+`
+
+// SeedDemo creates the demo's debris and leaves it Terminating. The logging namespace is deleted
+// too and, with its objects stuck, hangs Terminating as in the field.
+func SeedDemo(ctx context.Context, c *Cluster) error {
+	alive, err := c.Create(ctx, DemoAlive)
+	if err != nil {
+		return fmt.Errorf("seed healthy objects: %w", err)
+	}
+	if _, err := c.Terminate(ctx, DemoDebris); err != nil {
+		return fmt.Errorf("seed debris: %w", err)
+	}
+	if _, err := c.Delete(ctx, alive[0]); err != nil {
+		return fmt.Errorf("delete namespace logging: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+const (
+	finalizerA = "test.operator-sweeper.io/a"
+	finalizerB = "test.operator-sweeper.io/b"
+	finalizerC = "test.operator-sweeper.io/c"
+)
+
+var configMaps = rules.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+
+// planRule is a rule for exercising the apply layer: it plans its action for every object of the
+// namespace for which wants is true.
+type planRule struct {
+	namespace string
+	wants     func(*rules.Object) bool
+	action    func(*rules.Object) rules.Action
+}
+
+func (planRule) Name() string { return "test-plan" }
+
+func (r planRule) Plan(_ context.Context, view *rules.View) []rules.Finding {
+	var findings []rules.Finding
+	for obj := range view.Objects() {
+		if obj.Namespace == r.namespace && r.wants(obj) {
+			findings = append(findings, rules.Finding{Rule: r.Name(), Object: obj.Ref(), Reason: "test", Action: r.action(obj)})
+		}
+	}
+	return findings
+}
+
+// releaseA removes finalizer a wherever it is.
+func releaseA(namespace string) planRule {
+	return planRule{
+		namespace: namespace,
+		wants:     func(o *rules.Object) bool { return slices.Contains(o.Finalizers, finalizerA) },
+		action:    func(*rules.Object) rules.Action { return rules.RemoveFinalizers{Finalizers: []string{finalizerA}} },
+	}
+}
+
+type applyFixture struct {
+	namespace string
+	rec       *recorder
+	applier   func(sweeper.DryRunMode) *sweeper.Applier
+}
+
+func newApplyFixture(t *testing.T) applyFixture {
+	ns := newNamespace(t)
+	rec := &recorder{}
+	cfg := rest.CopyConfig(testCluster.Config)
+	cfg.WrapTransport = rec.wrap
+	client, err := metadata.NewForConfig(cfg)
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	return applyFixture{
+		namespace: ns,
+		rec:       rec,
+		applier: func(mode sweeper.DryRunMode) *sweeper.Applier {
+			return &sweeper.Applier{Client: client, Mode: mode, Logger: logger}
+		},
+	}
+}
+
+// configMap creates a ConfigMap with finalizers and returns it as observed.
+func (f applyFixture) configMap(t *testing.T, name string, finalizers ...string) *rules.Object {
+	t.Helper()
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return &rules.Object{Resource: configMaps, ObjectMeta: cm.ObjectMeta}
+}
+
+func (f applyFixture) finalizers(t *testing.T, name string) []string {
+	t.Helper()
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return cm.Finalizers
+}
+
+// plan returns the single finding rule plans from a view of objs.
+func plan(t *testing.T, rule rules.Rule, objs ...*rules.Object) (*rules.View, rules.Finding) {
+	t.Helper()
+	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, nil, objs)
+	findings := rule.Plan(context.Background(), view)
+	require.Len(t, findings, 1)
+	return view, findings[0]
+}
+
+func (f applyFixture) patches(name string) []request {
+	return f.rec.matching("PATCH", "^/api/v1/namespaces/"+f.namespace+"/configmaps/"+name+"$")
+}
+
+func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeApplied}, res)
+	assert.Equal(t, []string{finalizerB}, f.finalizers(t, "cm"))
+	patches := f.patches("cm")
+	require.Len(t, patches, 1)
+	assert.Empty(t, patches[0].Query["dryRun"])
+}
+
+func TestApplyServerDryRunSendsButDoesNotPersist(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	res := f.applier(sweeper.DryRunServer).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeDryRun}, res)
+	assert.Equal(t, []string{finalizerA, finalizerB}, f.finalizers(t, "cm"), "nothing persisted")
+	patches := f.patches("cm")
+	require.Len(t, patches, 1, "the request was sent")
+	assert.Equal(t, []string{"All"}, patches[0].Query["dryRun"])
+}
+
+func TestApplyClientDryRunSendsNothing(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	res := f.applier(sweeper.DryRunClient).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomePlanned}, res)
+	assert.Equal(t, []string{finalizerA, finalizerB}, f.finalizers(t, "cm"))
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	assert.Empty(t, f.rec.requests, "not a single request")
+}
+
+// TestApplyLosesToAConcurrentUpdate: a controller adds a finalizer between plan and apply. The
+// patch's test fails, the object is re-read and re-planned, and no finalizer is lost.
+func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Finalizers = append(cm.Finalizers, finalizerC)
+	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Message)
+	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"), "c, added concurrently, is kept")
+	assert.Len(t, f.patches("cm"), 2, "the first patch lost, the re-planned one won")
+	assert.Len(t, f.rec.matching("GET", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$"), 1, "re-read once")
+}
+
+// TestApplyRacingReleaseIsResolved: someone else released the finalizer first; the re-plan finds
+// nothing left to do.
+func TestApplyRacingReleaseIsResolved(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Finalizers = []string{finalizerB, finalizerC}
+	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
+	assert.Contains(t, res.Message, "resolved")
+	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"))
+}
+
+func TestApplyToAnObjectThatIsGoneIsDone(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Finalizers = nil
+	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeApplied}, res)
+}
+
+// TestDeleteNeverHitsARecreatedObject: the object is deleted and re-created under the same name
+// between plan and apply. The UID precondition stops the delete, and the re-plan of the new
+// object finds nothing to do.
+func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
+	f := newApplyFixture(t)
+	doomed := planRule{
+		namespace: f.namespace,
+		wants:     func(o *rules.Object) bool { return o.Labels["doomed"] == "true" },
+		action:    func(*rules.Object) rules.Action { return rules.Delete{} },
+	}
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"doomed": "true"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	view, finding := plan(t, doomed, &rules.Object{Resource: configMaps, ObjectMeta: cm.ObjectMeta})
+
+	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
+	recreated, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cm"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), doomed, view, finding)
+
+	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
+	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, recreated.UID, got.UID, "the re-created object survives")
+	deletes := f.rec.matching("DELETE", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$")
+	assert.Len(t, deletes, 1, "the delete was sent once and refused")
+}
+
+// TestApplyReportsARefusedWriteThatIsNoRace: the server refuses a patch although the object did
+// not change (here, an invalid ownerReference); the error is reported, not retried as a race.
+func TestApplyReportsARefusedWriteThatIsNoRace(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm")
+	invalid := planRule{
+		namespace: f.namespace,
+		wants:     func(*rules.Object) bool { return true },
+		action: func(*rules.Object) rules.Action {
+			return rules.SetOwnerReferences{Add: []metav1.OwnerReference{{APIVersion: "v1", Name: "x", UID: "u"}}}
+		},
+	}
+	view, finding := plan(t, invalid, obj)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), invalid, view, finding)
+
+	assert.Equal(t, sweeper.OutcomeFailed, res.Outcome)
+	assert.Contains(t, res.Message, "kind")
+	assert.Len(t, f.patches("cm"), 1, "no retry: nothing had changed")
+}
+
+func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm")
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}
+	adopt := planRule{
+		namespace: f.namespace,
+		wants:     func(o *rules.Object) bool { return len(o.OwnerReferences) == 0 },
+		action:    func(*rules.Object) rules.Action { return rules.SetOwnerReferences{Add: []metav1.OwnerReference{owner}} },
+	}
+	view, finding := plan(t, adopt, obj)
+
+	// A concurrent writer adopts it first, with another owner.
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}}
+	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
+
+	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome, "re-planned: it has an owner now")
+	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, cm.OwnerReferences, got.OwnerReferences, "the concurrent writer's owner stays")
+
+	// Without a race the owner is set.
+	obj2 := f.configMap(t, "cm2")
+	view, finding = plan(t, adopt, obj2)
+	res = f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
+	require.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Message)
+	got, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm2", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []metav1.OwnerReference{owner}, got.OwnerReferences)
+}

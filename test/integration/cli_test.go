@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// runBinary runs the operator-sweeper binary against the test cluster.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(sweeperBinary, append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run %s: %v", sweeperBinary, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
+	ns := newNamespace(t)
+	terminate(t, ns, stuckPair)
+	reportFile := filepath.Join(t.TempDir(), "report.json")
+
+	stdout, stderr, code := runBinary(t, "--include-namespaces", ns, "--min-terminating-age=0s", "-o", "json",
+		"--report-file", reportFile, "--log-format=json")
+
+	require.Equal(t, 0, code, stderr)
+	var report sweeper.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &report))
+	assert.Equal(t, "SweepReport", report.Kind)
+	assert.Equal(t, sweeper.DryRunClient, report.Metadata.Mode)
+	assert.NotEmpty(t, report.Metadata.Cluster)
+	assert.Equal(t, "dev", report.Metadata.Version)
+	assert.Empty(t, report.Errors)
+	findings := findingsIn(&report, ns)
+	require.Len(t, findings, 2)
+	for _, f := range findings {
+		assert.Equal(t, "stuck-terminating", f.Rule)
+		assert.Equal(t, "stuck", f.Object.Name)
+	}
+	assert.Greater(t, report.Summary.Scanned, 0)
+	assert.Equal(t, len(report.Findings), report.Summary.Findings)
+
+	written, err := os.ReadFile(reportFile)
+	require.NoError(t, err)
+	assert.JSONEq(t, stdout, string(written), "--report-file holds the same report")
+
+	for line := range strings.Lines(stderr) {
+		assert.True(t, json.Valid([]byte(line)), "--log-format=json: %q", line)
+	}
+}
+
+func TestBinaryOutputFormats(t *testing.T) {
+	ns := newNamespace(t)
+	terminate(t, ns, stuckPair)
+	args := []string{"--include-namespaces", ns, "--min-terminating-age=0s", "--log-level=warn"}
+
+	stdout, stderr, code := runBinary(t, args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr)
+	lines := strings.Split(stdout, "\n")
+	assert.Regexp(t, `^RULE\s+KIND\s+NAMESPACE/NAME\s+ACTION\s+OUTCOME\s+REASON$`, lines[0], "table is the default")
+	assert.Regexp(t, `stuck-terminating\s+SyslogNGConfig\s+`+ns+`/stuck\s+-\s+-\s+terminating for`, stdout)
+	assert.Contains(t, stdout, "2 findings (0 planned, 0 applied, 0 failed, 0 skipped)")
+
+	stdout, _, code = runBinary(t, append(args, "-o", "yaml")...)
+	require.Equal(t, 0, code)
+	var report sweeper.Report
+	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report))
+	assert.Len(t, findingsIn(&report, ns), 2)
+
+	stdout, _, code = runBinary(t, append(args, "--output=markdown")...)
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "# Sweep report")
+	assert.Contains(t, stdout, "| stuck-terminating | info | SyslogNGConfig "+ns+"/stuck |")
+}
+
+func TestBinaryExitCodes(t *testing.T) {
+	stuck, clean := newNamespace(t, "stuck"), newNamespace(t, "clean")
+	terminate(t, stuck, stuckPair)
+
+	_, stderr, code := runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--fail-on-findings", "--log-level=warn")
+	assert.Equal(t, 3, code, "findings with --fail-on-findings")
+	assert.Equal(t, "error: findings present: 2 findings (--fail-on-findings)\n", stderr)
+
+	_, stderr, code = runBinary(t, "--include-namespaces", clean, "--exclude-resources=namespaces", "--min-terminating-age=0s", "--fail-on-findings")
+	assert.Equal(t, 0, code, stderr)
+
+	_, stderr, code = runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--rules=-stuck-terminating", "--fail-on-findings")
+	assert.Equal(t, 0, code, "a disabled rule finds nothing: %s", stderr)
+
+	_, stderr, code = runBinary(t, "--output=xml")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "error: --output \"xml\" is invalid: use table, json, yaml or markdown\n", stderr)
+}
+
+func TestBinaryFlagsOverrideTheConfigFile(t *testing.T) {
+	ns := newNamespace(t)
+	terminate(t, ns, stuckPair)
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(config, []byte(`
+apiVersion: sweeper.operator-sweeper.io/v1alpha1
+kind: SweeperConfig
+output: json
+min-terminating-age: 0s
+include-namespaces: [`+ns+`]
+exclude-resources: [configmaps]
+log-level: warn
+`), 0o600))
+
+	stdout, stderr, code := runBinary(t, "--config", config)
+	require.Equal(t, 0, code, stderr)
+	var report sweeper.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &report), "output: json from the file")
+	findings := findingsIn(&report, ns)
+	require.Len(t, findings, 1, "configmaps excluded by the file")
+	assert.Equal(t, "SyslogNGConfig", findings[0].Object.Kind)
+
+	stdout, stderr, code = runBinary(t, "--config", config, "-o", "yaml", "--exclude-resources=syslogngconfigs.logging.banzaicloud.io")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report), "-o yaml overrides the file")
+	findings = findingsIn(&report, ns)
+	require.Len(t, findings, 1, "the flag's exclusions replace the file's")
+	assert.Equal(t, "ConfigMap", findings[0].Object.Kind)
+}

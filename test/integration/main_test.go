@@ -1,0 +1,184 @@
+// Package integration tests operator-sweeper against a real kube-apiserver and etcd (see package
+// cluster): the engine through its Go API, and the binary as a user runs it.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+var (
+	// testCluster is started once for the package; tests isolate themselves by namespace.
+	testCluster *cluster.Cluster
+	// sweeperBinary is operator-sweeper built for this run.
+	sweeperBinary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "operator-sweeper-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	sweeperBinary = filepath.Join(dir, "operator-sweeper")
+	build := exec.Command("go", "build", "-o", sweeperBinary, "github.com/operator-sweeper/operator-sweeper/cmd/operator-sweeper")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build operator-sweeper:", err)
+		return 1
+	}
+
+	testCluster, err = cluster.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := testCluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop the test cluster:", err)
+		}
+	}()
+	return m.Run()
+}
+
+var nonNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// newNamespace creates a namespace named after the test and the suffix.
+func newNamespace(t *testing.T, suffix ...string) string {
+	t.Helper()
+	name := strings.Trim(nonNameChars.ReplaceAllString(strings.ToLower(strings.Join(append([]string{t.Name()}, suffix...), "-")), "-"), "-")
+	if len(name) > 63 {
+		name = strings.Trim(name[len(name)-63:], "-")
+	}
+	_, err := testCluster.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return name
+}
+
+// fill replaces every "NAMESPACE" in manifests by namespace, then every "NAME" by name, if given.
+func fill(manifests, namespace, name string) string {
+	manifests = strings.ReplaceAll(manifests, "NAMESPACE", namespace)
+	if name != "" {
+		manifests = strings.ReplaceAll(manifests, "NAME", name)
+	}
+	return manifests
+}
+
+// create creates manifests (see fill).
+func create(t *testing.T, namespace, manifests string) {
+	t.Helper()
+	_, err := testCluster.Create(context.Background(), fill(manifests, namespace, ""))
+	require.NoError(t, err)
+}
+
+// terminate creates manifests (see fill) and deletes them, leaving objects with finalizers
+// Terminating.
+func terminate(t *testing.T, namespace, manifests string) {
+	t.Helper()
+	_, err := testCluster.Terminate(context.Background(), fill(manifests, namespace, ""))
+	require.NoError(t, err)
+}
+
+// testOptions are the defaults with the namespace filter set to namespace, if any.
+func testOptions(namespace string) sweeper.Options {
+	opts := sweeper.DefaultOptions()
+	opts.Version = "test"
+	opts.Cluster = "envtest"
+	if namespace != "" {
+		opts.IncludeNamespaces = []string{namespace}
+	}
+	return opts
+}
+
+// newEngine returns an engine on the test cluster. rec, if not nil, records every request.
+func newEngine(t *testing.T, opts sweeper.Options, rec *recorder, clk clock.PassiveClock, ruleSet ...rules.Rule) *sweeper.Engine {
+	t.Helper()
+	require.NoError(t, opts.Validate())
+	cfg := rest.CopyConfig(testCluster.Config)
+	if rec != nil {
+		cfg.WrapTransport = rec.wrap
+	}
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	clients, err := sweeper.NewClients(cfg, opts, logger)
+	require.NoError(t, err)
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &sweeper.Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clk, Logger: logger}
+}
+
+// findingsIn returns the report's findings about objects in namespace (or named namespace).
+func findingsIn(report *sweeper.Report, namespace string) []sweeper.FindingResult {
+	var out []sweeper.FindingResult
+	for _, f := range report.Findings {
+		if f.Object.Namespace == namespace || (f.Object.Kind == "Namespace" && f.Object.Name == namespace) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// recorder records the requests a client sends.
+type recorder struct {
+	mu       sync.Mutex
+	requests []request
+}
+
+type request struct {
+	Method string
+	Path   string
+	Query  url.Values
+}
+
+func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		r.requests = append(r.requests, request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query()})
+		r.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// matching returns the recorded requests with the method whose path matches pattern.
+func (r *recorder) matching(method, pattern string) []request {
+	re := regexp.MustCompile(pattern)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []request
+	for _, req := range r.requests {
+		if req.Method == method && re.MatchString(req.Path) {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
