@@ -5,6 +5,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,31 +46,32 @@ func (o *Object) Ref() ObjectRef {
 // View is what the engine observed in one run, indexed for rules. It is immutable: rules get
 // pointers into it and must not modify what they point at.
 type View struct {
-	now        time.Time
-	resources  []Resource
-	incomplete map[schema.GroupResource]bool
-	objects    map[schema.GroupResource][]*Object
+	now       time.Time
+	resources []Resource
+	// observed holds the resources listed in full.
+	observed map[schema.GroupResource]bool
+	objects  map[schema.GroupResource][]*Object
 	// byUID holds one object per UID: a resource served by two groups (events and
 	// events.events.k8s.io) shows the same objects twice.
 	byUID map[types.UID]*Object
 	count int
 }
 
-// NewView indexes objects observed at now. Resources lists every resource the engine tried to
-// list; incomplete names those whose list failed, so that a rule never mistakes "could not read"
-// for "does not exist".
-func NewView(now time.Time, resources []Resource, incomplete []schema.GroupResource, objects []*Object) *View {
+// NewView indexes objects observed at now. Resources lists every resource the engine listed;
+// partial names those it did not list in full (a list failed, or a namespace filter left
+// namespaces out), so that a rule never mistakes "not read" for "does not exist".
+func NewView(now time.Time, resources []Resource, partial []schema.GroupResource, objects []*Object) *View {
 	v := &View{
-		now:        now,
-		resources:  slices.Clone(resources),
-		incomplete: make(map[schema.GroupResource]bool, len(incomplete)),
-		objects:    make(map[schema.GroupResource][]*Object, len(resources)),
-		byUID:      make(map[types.UID]*Object, len(objects)),
-		count:      len(objects),
+		now:       now,
+		resources: slices.Clone(resources),
+		observed:  make(map[schema.GroupResource]bool, len(resources)),
+		objects:   make(map[schema.GroupResource][]*Object, len(resources)),
+		byUID:     make(map[types.UID]*Object, len(objects)),
+		count:     len(objects),
 	}
 	slices.SortFunc(v.resources, func(a, b Resource) int { return cmp.Compare(a.String(), b.String()) })
-	for _, gr := range incomplete {
-		v.incomplete[gr] = true
+	for _, r := range v.resources {
+		v.observed[r.GroupResource()] = !slices.Contains(partial, r.GroupResource())
 	}
 	for _, obj := range objects {
 		gr := obj.Resource.GroupResource()
@@ -83,7 +85,10 @@ func NewView(now time.Time, resources []Resource, incomplete []schema.GroupResou
 }
 
 func compareObjects(a, b *Object) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // Now is the time the view was taken. Rules measure ages against it, never against a clock.
@@ -92,13 +97,10 @@ func (v *View) Now() time.Time { return v.now }
 // Resources returns every resource the engine listed, sorted by name.
 func (v *View) Resources() []Resource { return slices.Clone(v.resources) }
 
-// Observed reports whether every object of the resource was listed. A rule must not conclude
-// that something is absent from a resource that was not observed.
+// Observed reports whether every object of the resource, in every namespace, was listed. A rule
+// must not conclude that something is absent from a resource that was not observed.
 func (v *View) Observed(gr schema.GroupResource) bool {
-	if v.incomplete[gr] {
-		return false
-	}
-	return slices.ContainsFunc(v.resources, func(r Resource) bool { return r.GroupResource() == gr })
+	return v.observed[gr]
 }
 
 // Len is the number of objects in the view.
@@ -143,12 +145,12 @@ func (v *View) ByUID(uid types.UID) (*Object, bool) {
 func (v *View) WithObject(obj *Object) *View {
 	gr := obj.Resource.GroupResource()
 	next := &View{
-		now:        v.now,
-		resources:  v.resources,
-		incomplete: v.incomplete,
-		objects:    maps.Clone(v.objects),
-		byUID:      maps.Clone(v.byUID),
-		count:      v.count,
+		now:       v.now,
+		resources: v.resources,
+		observed:  v.observed,
+		objects:   maps.Clone(v.objects),
+		byUID:     maps.Clone(v.byUID),
+		count:     v.count,
 	}
 	list := slices.Clone(v.objects[gr])
 	i, found := slices.BinarySearchFunc(list, obj, compareObjects)

@@ -37,7 +37,7 @@ func TestViewLookups(t *testing.T) {
 func TestViewObserved(t *testing.T) {
 	v := NewView(testNow, []Resource{configMaps, loggings}, []schema.GroupResource{loggings.GroupResource()}, nil)
 	assert.True(t, v.Observed(configMaps.GroupResource()))
-	assert.False(t, v.Observed(loggings.GroupResource()), "a resource whose list failed is not observed")
+	assert.False(t, v.Observed(loggings.GroupResource()), "a resource listed in part is not observed")
 	assert.False(t, v.Observed(namespaces.GroupResource()), "a resource that was not listed is not observed")
 }
 

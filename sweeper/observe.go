@@ -34,7 +34,8 @@ type listResult struct {
 // observe lists every object of every resource through the metadata client (names, labels,
 // finalizers, ownerReferences, deletionTimestamp: no spec or status bytes), page by page and
 // with at most --concurrency lists at a time. A list that fails is reported and the resource is
-// marked as not fully observed; the run goes on.
+// marked as not fully observed, as is every namespaced resource under a namespace filter; the
+// run goes on.
 func (e *Engine) observe(ctx context.Context, resources []rules.Resource) (*rules.View, []ReportError, error) {
 	filter := namespaceFilter{include: e.Options.IncludeNamespaces, exclude: e.Options.ExcludeNamespaces}
 	tasks, err := e.listTasks(ctx, resources, filter)
@@ -55,19 +56,26 @@ func (e *Engine) observe(ctx context.Context, resources []rules.Resource) (*rule
 
 	var objects []*rules.Object
 	var problems []ReportError
-	var incomplete []schema.GroupResource
+	var partial []schema.GroupResource
+	if filter.active() {
+		for _, r := range resources {
+			if r.Namespaced {
+				partial = append(partial, r.GroupResource())
+			}
+		}
+	}
 	for i, res := range results {
 		objects = append(objects, res.objects...)
 		if res.err != nil {
 			task := tasks[i]
-			incomplete = append(incomplete, task.resource.GroupResource())
+			partial = append(partial, task.resource.GroupResource())
 			problems = append(problems, ReportError{Stage: StageObserve, Resource: task.String(), Message: res.err.Error()})
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, problems, fmt.Errorf("list objects: %w", err)
 	}
-	return rules.NewView(e.Clock.Now(), resources, incomplete, objects), problems, nil
+	return rules.NewView(e.Clock.Now(), resources, partial, objects), problems, nil
 }
 
 // listTasks splits the walk into lists. Without namespace filters, each resource is one list
@@ -133,10 +141,7 @@ func (e *Engine) pager(client metadata.ResourceInterface) *pager.ListPager {
 // list runs one task. Namespace filtering is also applied to what comes back, which covers
 // namespaces created after they were resolved and Namespace objects themselves.
 func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter) listResult {
-	var client metadata.ResourceInterface = e.Clients.Metadata.Resource(task.resource.GroupVersionResource)
-	if task.namespace != "" {
-		client = e.Clients.Metadata.Resource(task.resource.GroupVersionResource).Namespace(task.namespace)
-	}
+	client := resourceClient(e.Clients.Metadata, task.resource.GroupVersionResource, task.namespace)
 	var res listResult
 	keep := func(obj runtime.Object) error {
 		m := obj.(*metav1.PartialObjectMetadata)
@@ -168,6 +173,14 @@ func newObject(r rules.Resource, m *metav1.PartialObjectMetadata) *rules.Object 
 	obj.ManagedFields = nil
 	delete(obj.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
 	return obj
+}
+
+// resourceClient is the metadata client of a resource, in namespace if it is not empty.
+func resourceClient(client metadata.Interface, gvr schema.GroupVersionResource, namespace string) metadata.ResourceInterface {
+	if namespace == "" {
+		return client.Resource(gvr)
+	}
+	return client.Resource(gvr).Namespace(namespace)
 }
 
 func (t listTask) String() string {

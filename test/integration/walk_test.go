@@ -255,3 +255,33 @@ spec:
 		assert.Len(c, findingsIn(report, ns), 2, "the rest is still walked")
 	}, 30*time.Second, 500*time.Millisecond)
 }
+
+// viewProbe is a rule that keeps the view it is given.
+type viewProbe struct{ view *rules.View }
+
+func (*viewProbe) Name() string { return "view-probe" }
+
+func (p *viewProbe) Plan(_ context.Context, view *rules.View) []rules.Finding {
+	p.view = view
+	return nil
+}
+
+// TestNamespaceFilterMakesNamespacedResourcesPartial: a rule must not conclude that something is
+// absent from a namespace that was not walked.
+func TestNamespaceFilterMakesNamespacedResourcesPartial(t *testing.T) {
+	ns := newNamespace(t)
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	clusterRoles := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+
+	probe := &viewProbe{}
+	newEngine(t, testOptions(""), nil, nil, probe).Run(context.Background())
+	require.NotNil(t, probe.view)
+	assert.True(t, probe.view.Observed(deployments), "walked everywhere")
+	assert.True(t, probe.view.Observed(clusterRoles))
+
+	probe = &viewProbe{}
+	newEngine(t, testOptions(ns), nil, nil, probe).Run(context.Background())
+	require.NotNil(t, probe.view)
+	assert.False(t, probe.view.Observed(deployments), "walked in one namespace only")
+	assert.True(t, probe.view.Observed(clusterRoles), "cluster-scoped resources are walked in full")
+}
