@@ -58,7 +58,10 @@ type Applier struct {
 // re-plans it, and the new action, if there still is one, is sent. An object that is gone counts
 // as done.
 func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, f rules.Finding) Result {
-	if a.Mode == DryRunClient {
+	switch {
+	case f.Action == nil:
+		return Result{}
+	case a.Mode == DryRunClient:
 		return Result{Outcome: OutcomePlanned}
 	}
 	obj, ok := view.Get(f.Object.Resource.GroupResource(), f.Object.Namespace, f.Object.Name)
@@ -124,11 +127,7 @@ func mayHaveLostRace(err error) bool {
 }
 
 func (a *Applier) client(obj *rules.Object) metadata.ResourceInterface {
-	client := a.Client.Resource(obj.Resource.GroupVersionResource)
-	if obj.Namespace != "" {
-		return client.Namespace(obj.Namespace)
-	}
-	return client
+	return resourceClient(a.Client, obj.Resource.GroupVersionResource, obj.Namespace)
 }
 
 func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object, error) {

@@ -81,8 +81,8 @@ func (w warningLogger) HandleWarningHeaderWithContext(ctx context.Context, code 
 // --kubeconfig or --context if given, then $KUBECONFIG, then the in-cluster service account, then
 // ~/.kube/config. An explicit $KUBECONFIG wins over in-cluster so that a run inside a pod can be
 // pointed elsewhere on purpose. Every failure is an InputError.
-func LoadRESTConfig(kubeconfig, context string) (*rest.Config, string, error) {
-	if kubeconfig == "" && context == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error) {
+	if kubeconfig == "" && kubeContext == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		cfg, err := rest.InClusterConfig()
 		switch {
 		case err == nil:
@@ -94,7 +94,7 @@ func LoadRESTConfig(kubeconfig, context string) (*rest.Config, string, error) {
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return nil, "", inputErrorf("kubeconfig: %w", err)
@@ -107,8 +107,8 @@ func LoadRESTConfig(kubeconfig, context string) (*rest.Config, string, error) {
 		return nil, "", inputErrorf("kubeconfig: %w", err)
 	}
 	name := raw.CurrentContext
-	if context != "" {
-		name = context
+	if kubeContext != "" {
+		name = kubeContext
 	}
 	return cfg, name, nil
 }

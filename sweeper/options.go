@@ -214,16 +214,19 @@ func (o Options) Validate() error {
 	case o.MinTerminatingAge.Duration < 0:
 		return inputErrorf("--min-terminating-age %s is invalid: it must not be negative", o.MinTerminatingAge.Duration)
 	}
-	for flag, patterns := range map[string][]string{
-		"--include-resources":    o.IncludeResources,
-		"--exclude-resources":    o.ExcludeResources,
-		"--include-namespaces":   o.IncludeNamespaces,
-		"--exclude-namespaces":   o.ExcludeNamespaces,
-		"--protected-namespaces": o.ProtectedNamespaces,
+	for _, list := range []struct {
+		flag     string
+		patterns []string
+	}{
+		{"--include-resources", o.IncludeResources},
+		{"--exclude-resources", o.ExcludeResources},
+		{"--include-namespaces", o.IncludeNamespaces},
+		{"--exclude-namespaces", o.ExcludeNamespaces},
+		{"--protected-namespaces", o.ProtectedNamespaces},
 	} {
-		for _, p := range patterns {
+		for _, p := range list.patterns {
 			if _, err := path.Match(p, ""); err != nil || p == "" {
-				return inputErrorf("%s: pattern %q is invalid: use a name or a glob such as \"*.operators.coreos.com\"", flag, p)
+				return inputErrorf("%s: pattern %q is invalid: use a name or a glob such as \"*.operators.coreos.com\"", list.flag, p)
 			}
 		}
 	}

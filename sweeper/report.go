@@ -23,12 +23,9 @@ const (
 
 // The stages of a run, as named in ReportError.
 const (
-	StageClients   = "clients"
 	StageInventory = "inventory"
 	StageObserve   = "observe"
 	StagePlan      = "plan"
-	StageApply     = "apply"
-	StageReport    = "report"
 )
 
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
