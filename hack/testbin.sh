@@ -14,6 +14,14 @@ STAGING_VERSION="v0${KUBE_VERSION#v1}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
+# quiet runs a command and shows its output only when it fails.
+quiet() {
+  if ! "$@" >"$work/log" 2>&1; then
+    cat "$work/log" >&2
+    log "failed: $*"
+    exit 1
+  fi
+}
 
 if [[ -x "$cache/kube-apiserver" && -x "$cache/etcd" ]]; then
   echo "$cache"
@@ -29,8 +37,8 @@ export GOFLAGS="-mod=mod" GOWORK=off CGO_ENABLED=0
 if [[ ! -x "$cache/etcd" ]]; then
   log "building etcd $ETCD_VERSION (about 1 minute)"
   mkdir -p "$work/etcd" && cd "$work/etcd"
-  go mod init testbin/etcd >/dev/null 2>&1
-  go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
+  quiet go mod init testbin/etcd
+  quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
   go build -trimpath -o "$cache/etcd.tmp" go.etcd.io/etcd/server/v3
   mv "$cache/etcd.tmp" "$cache/etcd"
 fi
@@ -38,7 +46,7 @@ fi
 if [[ ! -x "$cache/kube-apiserver" ]]; then
   log "building kube-apiserver $KUBE_VERSION (about 10 minutes on 2 cores; cached afterwards)"
   mkdir -p "$work/kube" && cd "$work/kube"
-  go mod init testbin/kube >/dev/null 2>&1
+  quiet go mod init testbin/kube
   gomod="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
   [[ -f "$gomod" ]] || { log "could not download k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
   # Every staging module the apiserver can need; the sample-* modules are not published.
@@ -46,7 +54,7 @@ if [[ ! -x "$cache/kube-apiserver" ]]; then
     go mod edit -replace "${mod}=${mod}@${STAGING_VERSION}"
   done
   go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}" -tool k8s.io/kubernetes/cmd/kube-apiserver
-  go mod tidy >/dev/null 2>&1 || go mod tidy
+  quiet go mod tidy
   minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
   go build -trimpath \
     -ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \

@@ -5,14 +5,12 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -97,11 +95,4 @@ func (c *Cluster) init() error {
 func (c *Cluster) Stop() error {
 	err := c.env.Stop()
 	return errors.Join(err, os.RemoveAll(c.dir))
-}
-
-// AddCRDs installs more CRDs and waits until they are served.
-func (c *Cluster) AddCRDs(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
-	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: crds})
-	c.Mapper.Reset()
-	return err
 }

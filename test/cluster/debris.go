@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DemoDebris is what an uninstalled logging-operator and an uninstalled OLM leave behind, plus
@@ -89,14 +91,13 @@ data:
 // SeedDemo creates the demo's debris and leaves it Terminating. The logging namespace is deleted
 // too and, with its objects stuck, hangs Terminating as in the field.
 func SeedDemo(ctx context.Context, c *Cluster) error {
-	alive, err := c.Create(ctx, DemoAlive)
-	if err != nil {
+	if _, err := c.Create(ctx, DemoAlive); err != nil {
 		return fmt.Errorf("seed healthy objects: %w", err)
 	}
 	if _, err := c.Terminate(ctx, DemoDebris); err != nil {
 		return fmt.Errorf("seed debris: %w", err)
 	}
-	if _, err := c.Delete(ctx, alive[0]); err != nil {
+	if err := c.Kube.CoreV1().Namespaces().Delete(ctx, "logging", metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("delete namespace logging: %w", err)
 	}
 	return nil
