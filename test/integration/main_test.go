@@ -69,7 +69,7 @@ func runTests(m *testing.M) int {
 var nonNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // newNamespace creates a namespace named after the test and the suffix.
-func newNamespace(t *testing.T, suffix ...string) string {
+func newNamespace(t testing.TB, suffix ...string) string {
 	t.Helper()
 	name := strings.Trim(nonNameChars.ReplaceAllString(strings.ToLower(strings.Join(append([]string{t.Name()}, suffix...), "-")), "-"), "-")
 	if len(name) > 63 {
@@ -117,14 +117,16 @@ func testOptions(namespace string) sweeper.Options {
 }
 
 // newEngine returns an engine on the test cluster. rec, if not nil, records every request.
-func newEngine(t *testing.T, opts sweeper.Options, rec *recorder, clk clock.PassiveClock, ruleSet ...rules.Rule) *sweeper.Engine {
+func newEngine(t testing.TB, opts sweeper.Options, rec *recorder, clk clock.PassiveClock, ruleSet ...rules.Rule) *sweeper.Engine {
 	t.Helper()
 	require.NoError(t, opts.Validate())
 	cfg := rest.CopyConfig(testCluster.Config)
 	if rec != nil {
 		cfg.WrapTransport = rec.wrap
 	}
-	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	var level slog.Level
+	require.NoError(t, level.UnmarshalText([]byte(opts.LogLevel)))
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 	clients, err := sweeper.NewClients(cfg, opts, logger)
 	require.NoError(t, err)
 	if clk == nil {
