@@ -44,6 +44,11 @@ test-unit: ## Unit tests (no cluster).
 test-integration: testbin ## Integration tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
 
+.PHONY: bench
+bench: testbin ## Benchmarks: rules over 100k objects; whole sweeps of 10k ConfigMaps on the real API server.
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./rules/...
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -count 3 $(INTEGRATION_PACKAGES)
+
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned, run through the module proxy).
 	@unformatted="$$(gofmt -l .)"; \
