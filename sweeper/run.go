@@ -189,7 +189,7 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (findings []rules.Finding, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("rule %s panicked: %v", rule.Name(), r)
+			err = fmt.Errorf("rule panicked: %v", r)
 		}
 	}()
 	return rule.Plan(ctx, view), nil

@@ -153,15 +153,16 @@ type recorder struct {
 }
 
 type request struct {
-	Method string
-	Path   string
-	Query  url.Values
+	Method    string
+	Path      string
+	Query     url.Values
+	UserAgent string
 }
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
-		r.requests = append(r.requests, request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query()})
+		r.requests = append(r.requests, request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()})
 		r.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
