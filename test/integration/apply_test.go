@@ -89,6 +89,16 @@ func (f applyFixture) configMap(t *testing.T, name string, finalizers ...string)
 	return &rules.Object{Resource: configMaps, ObjectMeta: cm.ObjectMeta}
 }
 
+// update changes a ConfigMap as a concurrent controller would.
+func (f applyFixture) update(t *testing.T, name string, change func(*corev1.ConfigMap)) {
+	t.Helper()
+	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	change(cm)
+	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
 func (f applyFixture) finalizers(t *testing.T, name string) []string {
 	t.Helper()
 	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), name, metav1.GetOptions{})
@@ -158,11 +168,7 @@ func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Finalizers = append(cm.Finalizers, finalizerC)
-	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
@@ -179,11 +185,7 @@ func TestApplyRacingReleaseIsResolved(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Finalizers = []string{finalizerB, finalizerC}
-	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = []string{finalizerB, finalizerC} })
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
@@ -197,11 +199,7 @@ func TestApplyToAnObjectThatIsGoneIsDone(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Finalizers = nil
-	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = nil })
 	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
@@ -274,18 +272,15 @@ func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
 	view, finding := plan(t, adopt, obj)
 
 	// A concurrent writer adopts it first, with another owner.
-	cm, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}}
-	_, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	other := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}}
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.OwnerReferences = other })
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
 
 	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome, "re-planned: it has an owner now")
 	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, cm.OwnerReferences, got.OwnerReferences, "the concurrent writer's owner stays")
+	assert.Equal(t, other, got.OwnerReferences, "the concurrent writer's owner stays")
 
 	// Without a race the owner is set.
 	obj2 := f.configMap(t, "cm2")

@@ -136,4 +136,3 @@ func TestRequestsCarryTheUserAgent(t *testing.T) {
 		assert.Equal(t, "operator-sweeper/v9.8.7", req.UserAgent, "%s %s", req.Method, req.Path)
 	}
 }
-
