@@ -24,13 +24,13 @@ func BenchmarkNewView(b *testing.B) {
 	objects := benchObjects(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		NewView(testNow, []Resource{configMaps}, nil, objects)
+		NewView(testNow, []Resource{configMaps}, Coverage{}, objects)
 	}
 	b.ReportMetric(float64(len(objects)), "objects/op")
 }
 
 func BenchmarkStuckTerminatingPlan(b *testing.B) {
-	view := NewView(testNow, []Resource{configMaps}, nil, benchObjects(100_000))
+	view := NewView(testNow, []Resource{configMaps}, Coverage{}, benchObjects(100_000))
 	rule := StuckTerminating{MinAge: 15 * time.Minute}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -22,6 +22,12 @@ type Rule interface {
 	Plan(ctx context.Context, view *View) []Finding
 }
 
+// ContentReader is a Rule that reads more than metadata of some resources: the engine lists
+// those in full (spec and status) and hands them over in Object.Content.
+type ContentReader interface {
+	ReadsContent() []schema.GroupResource
+}
+
 // Severity says how much a finding matters to a cluster admin.
 type Severity string
 
@@ -46,6 +52,13 @@ type Finding struct {
 	Evidence []string
 	// Action is what the rule wants done about the object; nil means report only.
 	Action Action
+	// OptIn, when set, names the config setting that must be enabled before the action is taken
+	// ("rules.olm-rbac.delete"); until then the action is reported as skipped.
+	OptIn string
+	// DependsOn lists objects whose actions must be done first: if any of them was not acted on
+	// successfully in the same run, this action is skipped. The engine applies the rules in an
+	// order that puts dependencies first.
+	DependsOn []ObjectRef
 }
 
 // ObjectRef identifies an observed object, including the version the rule saw.

@@ -45,5 +45,5 @@ func withUID(uid string) func(*Object) {
 }
 
 func newTestView(objects ...*Object) *View {
-	return NewView(testNow, []Resource{configMaps, namespaces, loggings}, nil, objects)
+	return NewView(testNow, []Resource{configMaps, namespaces, loggings}, Coverage{}, objects)
 }

@@ -25,10 +25,14 @@ func (r Resource) String() string {
 	return r.GroupResource().String()
 }
 
-// Object is one observed object: its metadata (no spec or status), and the resource it came from.
+// Object is one observed object: the resource it came from, its metadata and, for the few
+// resources a rule reads in full (see ContentReader), the rest of it.
 type Object struct {
 	Resource Resource
 	metav1.ObjectMeta
+	// Content is the object without its metadata (spec, status, …), as unstructured JSON, for
+	// the resources a rule reads in full; nil for the others.
+	Content map[string]any
 }
 
 // Ref returns the reference a Finding about this object carries.
@@ -43,35 +47,62 @@ func (o *Object) Ref() ObjectRef {
 	}
 }
 
+// Coverage says how much of the cluster a view holds, so that a rule can tell "absent" from "not
+// looked at".
+type Coverage struct {
+	// Failed lists the listed resources whose list failed, in part or in full.
+	Failed []schema.GroupResource
+	// Unlisted lists resources the server serves that were not listed (--include-resources,
+	// --exclude-resources).
+	Unlisted []schema.GroupResource
+	// UndiscoveredGroups lists the API groups whose discovery failed: nothing is known of them.
+	UndiscoveredGroups []string
+	// Namespaces, when not nil, are the only namespaces in which namespaced resources were listed.
+	Namespaces []string
+}
+
 // View is what the engine observed in one run, indexed for rules. It is immutable: rules get
 // pointers into it and must not modify what they point at.
 type View struct {
 	now       time.Time
 	resources []Resource
-	// observed holds the resources listed in full.
-	observed map[schema.GroupResource]bool
-	objects  map[schema.GroupResource][]*Object
+	listed    map[schema.GroupResource]Resource
+	coverage  coverageSets
+	objects   map[schema.GroupResource][]*Object
 	// byUID holds one object per UID: a resource served by two groups (events and
 	// events.events.k8s.io) shows the same objects twice.
 	byUID map[types.UID]*Object
 	count int
 }
 
+type coverageSets struct {
+	failed, unlisted map[schema.GroupResource]bool
+	undiscovered     map[string]bool
+	namespaces       map[string]bool // nil: all namespaces
+}
+
 // NewView indexes objects observed at now. Resources lists every resource the engine listed;
-// partial names those it did not list in full (a list failed, or a namespace filter left
-// namespaces out), so that a rule never mistakes "not read" for "does not exist".
-func NewView(now time.Time, resources []Resource, partial []schema.GroupResource, objects []*Object) *View {
+// coverage says what was not.
+func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*Object) *View {
 	v := &View{
 		now:       now,
 		resources: slices.Clone(resources),
-		observed:  make(map[schema.GroupResource]bool, len(resources)),
-		objects:   make(map[schema.GroupResource][]*Object, len(resources)),
-		byUID:     make(map[types.UID]*Object, len(objects)),
-		count:     len(objects),
+		listed:    make(map[schema.GroupResource]Resource, len(resources)),
+		coverage: coverageSets{
+			failed:       setOf(coverage.Failed),
+			unlisted:     setOf(coverage.Unlisted),
+			undiscovered: setOf(coverage.UndiscoveredGroups),
+		},
+		objects: make(map[schema.GroupResource][]*Object, len(resources)),
+		byUID:   make(map[types.UID]*Object, len(objects)),
+		count:   len(objects),
+	}
+	if coverage.Namespaces != nil {
+		v.coverage.namespaces = setOf(coverage.Namespaces)
 	}
 	slices.SortFunc(v.resources, func(a, b Resource) int { return cmp.Compare(a.String(), b.String()) })
 	for _, r := range v.resources {
-		v.observed[r.GroupResource()] = !slices.Contains(partial, r.GroupResource())
+		v.listed[r.GroupResource()] = r
 	}
 	for _, obj := range objects {
 		gr := obj.Resource.GroupResource()
@@ -82,6 +113,14 @@ func NewView(now time.Time, resources []Resource, partial []schema.GroupResource
 		slices.SortFunc(list, compareObjects)
 	}
 	return v
+}
+
+func setOf[T comparable](items []T) map[T]bool {
+	set := make(map[T]bool, len(items))
+	for _, item := range items {
+		set[item] = true
+	}
+	return set
 }
 
 func compareObjects(a, b *Object) int {
@@ -97,10 +136,22 @@ func (v *View) Now() time.Time { return v.now }
 // Resources returns every resource the engine listed, sorted by name.
 func (v *View) Resources() []Resource { return slices.Clone(v.resources) }
 
-// Observed reports whether every object of the resource, in every namespace, was listed. A rule
-// must not conclude that something is absent from a resource that was not observed.
-func (v *View) Observed(gr schema.GroupResource) bool {
-	return v.observed[gr]
+// Observed reports whether the view holds every object of the resource in namespace ("" for all
+// namespaces; ignored for cluster-scoped resources): the resource was listed there in full, or
+// the server does not serve it, so there are none. A rule must not conclude that something is
+// absent unless Observed says so.
+func (v *View) Observed(gr schema.GroupResource, namespace string) bool {
+	r, listed := v.listed[gr]
+	switch {
+	case !listed:
+		return !v.coverage.unlisted[gr] && !v.coverage.undiscovered[gr.Group]
+	case v.coverage.failed[gr]:
+		return false
+	case !r.Namespaced || v.coverage.namespaces == nil:
+		return true
+	default:
+		return namespace != "" && v.coverage.namespaces[namespace]
+	}
 }
 
 // Len is the number of objects in the view.
@@ -147,7 +198,8 @@ func (v *View) WithObject(obj *Object) *View {
 	next := &View{
 		now:       v.now,
 		resources: v.resources,
-		observed:  v.observed,
+		listed:    v.listed,
+		coverage:  v.coverage,
 		objects:   maps.Clone(v.objects),
 		byUID:     maps.Clone(v.byUID),
 		count:     v.count,

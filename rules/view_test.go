@@ -35,16 +35,39 @@ func TestViewLookups(t *testing.T) {
 }
 
 func TestViewObserved(t *testing.T) {
-	v := NewView(testNow, []Resource{configMaps, loggings}, []schema.GroupResource{loggings.GroupResource()}, nil)
-	assert.True(t, v.Observed(configMaps.GroupResource()))
-	assert.False(t, v.Observed(loggings.GroupResource()), "a resource listed in part is not observed")
-	assert.False(t, v.Observed(namespaces.GroupResource()), "a resource that was not listed is not observed")
+	operators := schema.GroupResource{Group: "operators.coreos.com", Resource: "subscriptions"}
+	metrics := schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	tests := []struct {
+		name      string
+		coverage  Coverage
+		gr        schema.GroupResource
+		namespace string
+		want      bool
+	}{
+		{"listed everywhere", Coverage{}, configMaps.GroupResource(), "", true},
+		{"listed everywhere, one namespace", Coverage{}, configMaps.GroupResource(), "shop", true},
+		{"list failed", Coverage{Failed: []schema.GroupResource{configMaps.GroupResource()}}, configMaps.GroupResource(), "shop", false},
+		{"namespace filter, all namespaces", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "", false},
+		{"namespace filter, a walked namespace", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "shop", true},
+		{"namespace filter, another namespace", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "olm", false},
+		{"namespace filter, cluster-scoped", Coverage{Namespaces: []string{"shop"}}, loggings.GroupResource(), "", true},
+		{"not served: none exist", Coverage{}, operators, "olm", true},
+		{"served but not listed", Coverage{Unlisted: []schema.GroupResource{secrets}}, secrets, "shop", false},
+		{"group not discovered", Coverage{UndiscoveredGroups: []string{"metrics.k8s.io"}}, metrics, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewView(testNow, []Resource{configMaps, loggings}, tt.coverage, nil)
+			assert.Equal(t, tt.want, v.Observed(tt.gr, tt.namespace))
+		})
+	}
 }
 
 func TestViewCountsObjectsServedTwice(t *testing.T) {
 	events := Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
 	eventsV1 := Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
-	v := NewView(testNow, []Resource{events, eventsV1}, nil, []*Object{
+	v := NewView(testNow, []Resource{events, eventsV1}, Coverage{}, []*Object{
 		object(events, "shop", "e", withUID("same")),
 		object(eventsV1, "shop", "e", withUID("same")),
 	})

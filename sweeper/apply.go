@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -48,9 +49,11 @@ type Result struct {
 //   - SetOwnerReferences: a JSON patch that tests the resourceVersion as observed;
 //   - Delete: DeleteOptions with the observed UID as precondition.
 type Applier struct {
-	Client metadata.Interface
-	Mode   DryRunMode
-	Logger *slog.Logger
+	Metadata metadata.Interface
+	// Dynamic re-reads objects whose view holds their full content.
+	Dynamic dynamic.Interface
+	Mode    DryRunMode
+	Logger  *slog.Logger
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
@@ -127,15 +130,23 @@ func mayHaveLostRace(err error) bool {
 }
 
 func (a *Applier) client(obj *rules.Object) metadata.ResourceInterface {
-	return resourceClient(a.Client, obj.Resource.GroupVersionResource, obj.Namespace)
+	return resourceClient(a.Metadata, obj.Resource.GroupVersionResource, obj.Namespace)
 }
 
+// reread gets obj again, in full if the view held it in full.
 func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object, error) {
+	if obj.Content != nil {
+		u, err := dynamicClient(a.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return newContentObject(obj.Resource, u), nil
+	}
 	m, err := a.client(obj).Get(ctx, obj.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return newObject(obj.Resource, m), nil
+	return newObject(obj.Resource, m.ObjectMeta), nil
 }
 
 func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Action) error {

@@ -15,30 +15,41 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
+// inventory is what discovery found.
+type inventory struct {
+	// resources are the resources to walk.
+	resources []rules.Resource
+	// unlisted are served resources the filters leave out.
+	unlisted []schema.GroupResource
+	// undiscovered are the API groups whose discovery failed.
+	undiscovered []string
+	problems     []ReportError
+}
+
 // inventory returns the resources to walk: the server's preferred version of every resource that
 // supports list, filtered by --include-resources and --exclude-resources. A group whose discovery
 // fails (typically an aggregated API whose backend is down) is reported and the rest is walked;
 // only a discovery that yields nothing at all fails the stage.
-func (e *Engine) inventory(ctx context.Context) ([]rules.Resource, []ReportError, error) {
+func (e *Engine) inventory(ctx context.Context) (inventory, error) {
 	lists, err := e.Clients.Discovery.ServerPreferredResourcesWithContext(ctx)
-	var problems []ReportError
+	var inv inventory
 	var failed *discovery.ErrGroupDiscoveryFailed
 	switch {
 	case errors.As(err, &failed):
 		for gv, gerr := range failed.Groups {
-			problems = append(problems, ReportError{Stage: StageInventory, Resource: gv.String(), Message: gerr.Error()})
+			inv.undiscovered = append(inv.undiscovered, gv.Group)
+			inv.problems = append(inv.problems, ReportError{Stage: StageInventory, Resource: gv.String(), Message: gerr.Error()})
 		}
-		slices.SortFunc(problems, func(a, b ReportError) int { return cmp.Compare(a.Resource, b.Resource) })
+		slices.SortFunc(inv.problems, func(a, b ReportError) int { return cmp.Compare(a.Resource, b.Resource) })
 	case err != nil:
-		return nil, nil, fmt.Errorf("discover the server's API resources: %w", err)
+		return inv, fmt.Errorf("discover the server's API resources: %w", err)
 	}
 
 	include, exclude := patterns(e.Options.IncludeResources), patterns(e.Options.ExcludeResources)
-	var resources []rules.Resource
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
-			problems = append(problems, ReportError{Stage: StageInventory, Resource: list.GroupVersion, Message: err.Error()})
+			inv.problems = append(inv.problems, ReportError{Stage: StageInventory, Resource: list.GroupVersion, Message: err.Error()})
 			continue
 		}
 		for _, r := range list.APIResources {
@@ -48,13 +59,14 @@ func (e *Engine) inventory(ctx context.Context) ([]rules.Resource, []ReportError
 			}
 			res := rules.Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced}
 			if (len(include) > 0 && !include.matchResource(res)) || exclude.matchResource(res) {
+				inv.unlisted = append(inv.unlisted, res.GroupResource())
 				continue
 			}
-			resources = append(resources, res)
+			inv.resources = append(inv.resources, res)
 		}
 	}
-	slices.SortFunc(resources, func(a, b rules.Resource) int { return cmp.Compare(a.String(), b.String()) })
-	return resources, problems, nil
+	slices.SortFunc(inv.resources, func(a, b rules.Resource) int { return cmp.Compare(a.String(), b.String()) })
+	return inv, nil
 }
 
 // patterns are globs (path.Match syntax) for resource or namespace names; Options.Validate has

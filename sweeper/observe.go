@@ -3,13 +3,16 @@ package sweeper
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 
@@ -24,6 +27,8 @@ type listTask struct {
 	namespace string
 	// fieldSelector keeps excluded namespaces out of a list across all namespaces.
 	fieldSelector string
+	// content lists full objects through the dynamic client instead of metadata.
+	content bool
 }
 
 type listResult struct {
@@ -31,14 +36,14 @@ type listResult struct {
 	err     error
 }
 
-// observe lists every object of every resource through the metadata client (names, labels,
-// finalizers, ownerReferences, deletionTimestamp: no spec or status bytes), page by page and
-// with at most --concurrency lists at a time. A list that fails is reported and the resource is
-// marked as not fully observed, as is every namespaced resource under a namespace filter; the
+// observe lists every object of every resource, page by page and with at most --concurrency
+// lists at a time. Lists go through the metadata client (names, labels, finalizers,
+// ownerReferences, deletionTimestamp: no spec or status bytes), except for the few resources in
+// content, which a rule reads in full. A list that fails is reported, the view records it, and the
 // run goes on.
-func (e *Engine) observe(ctx context.Context, resources []rules.Resource) (*rules.View, []ReportError, error) {
+func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]bool) (*rules.View, []ReportError, error) {
 	filter := namespaceFilter{include: e.Options.IncludeNamespaces, exclude: e.Options.ExcludeNamespaces}
-	tasks, err := e.listTasks(ctx, resources, filter)
+	tasks, walked, err := e.listTasks(ctx, inv.resources, filter, content)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,44 +59,39 @@ func (e *Engine) observe(ctx context.Context, resources []rules.Resource) (*rule
 	}
 	_ = g.Wait() // tasks report their errors in their results
 
+	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
 	var objects []*rules.Object
 	var problems []ReportError
-	var partial []schema.GroupResource
-	if filter.active() {
-		for _, r := range resources {
-			if r.Namespaced {
-				partial = append(partial, r.GroupResource())
-			}
-		}
-	}
 	for i, res := range results {
 		objects = append(objects, res.objects...)
 		if res.err != nil {
 			task := tasks[i]
-			partial = append(partial, task.resource.GroupResource())
+			coverage.Failed = append(coverage.Failed, task.resource.GroupResource())
 			problems = append(problems, ReportError{Stage: StageObserve, Resource: task.String(), Message: res.err.Error()})
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, problems, fmt.Errorf("list objects: %w", err)
 	}
-	return rules.NewView(e.Clock.Now(), resources, partial, objects), problems, nil
+	return rules.NewView(e.Clock.Now(), inv.resources, coverage, objects), problems, nil
 }
 
 // listTasks splits the walk into lists. Without namespace filters, each resource is one list
 // across the cluster. With them, namespace patterns are first resolved against the namespaces
 // that exist, so that an excluded namespace is never listed: included namespaces are listed one
-// by one, excluded ones are kept out by a field selector.
-func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter) ([]listTask, error) {
-	var allowed, excluded []string
+// by one, excluded ones are kept out by a field selector. It also returns the namespaces walked,
+// nil meaning all.
+func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter, content map[schema.GroupResource]bool) ([]listTask, []string, error) {
+	var walked, excluded []string
 	if filter.active() {
 		namespaces, err := e.namespaces(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		walked = []string{}
 		for _, ns := range namespaces {
 			if filter.allows(ns) {
-				allowed = append(allowed, ns)
+				walked = append(walked, ns)
 			} else {
 				excluded = append(excluded, ns)
 			}
@@ -104,23 +104,27 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 
 	var tasks []listTask
 	for _, r := range resources {
+		task := listTask{resource: r, content: content[r.GroupResource()]}
 		switch {
 		case !r.Namespaced:
-			tasks = append(tasks, listTask{resource: r})
+			tasks = append(tasks, task)
 		case len(filter.include) > 0:
-			for _, ns := range allowed {
-				tasks = append(tasks, listTask{resource: r, namespace: ns})
+			for _, ns := range walked {
+				task.namespace = ns
+				tasks = append(tasks, task)
 			}
 		default:
-			tasks = append(tasks, listTask{resource: r, fieldSelector: strings.Join(selector, ",")})
+			task.fieldSelector = strings.Join(selector, ",")
+			tasks = append(tasks, task)
 		}
 	}
-	return tasks, nil
+	return tasks, walked, nil
 }
 
 func (e *Engine) namespaces(ctx context.Context) ([]string, error) {
 	var names []string
-	err := e.pager(e.Clients.Metadata.Resource(namespacesResource)).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+	client := e.Clients.Metadata.Resource(namespacesResource)
+	err := newPager(client.List, e.Options.PageSize).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		names = append(names, obj.(*metav1.PartialObjectMetadata).Name)
 		return nil
 	})
@@ -130,53 +134,98 @@ func (e *Engine) namespaces(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (e *Engine) pager(client metadata.ResourceInterface) *pager.ListPager {
+// newPager pages through a list function of any typed, metadata or dynamic client.
+func newPager[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), pageSize int64) *pager.ListPager {
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return client.List(ctx, opts)
+		return list(ctx, opts)
 	})
-	p.PageSize = e.Options.PageSize
+	p.PageSize = pageSize
 	return p
 }
 
 // list runs one task. Namespace filtering is also applied to what comes back, which covers
 // namespaces created after they were resolved and Namespace objects themselves.
 func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter) listResult {
-	client := resourceClient(e.Clients.Metadata, task.resource.GroupVersionResource, task.namespace)
 	var res listResult
-	keep := func(obj runtime.Object) error {
-		m := obj.(*metav1.PartialObjectMetadata)
-		name := m.Namespace
+	add := func(obj *rules.Object) {
+		scope := obj.Namespace
 		if task.resource.GroupVersionResource == namespacesResource {
-			name = m.Name
+			scope = obj.Name
 		}
-		if name != "" && !filter.allows(name) {
-			return nil
+		if scope == "" || filter.allows(scope) {
+			res.objects = append(res.objects, obj)
 		}
-		res.objects = append(res.objects, newObject(task.resource, m))
-		return nil
 	}
 	opts := metav1.ListOptions{FieldSelector: task.fieldSelector}
-	res.err = e.pager(client).EachListItem(ctx, opts, keep)
+	res.err = e.eachObject(ctx, task, opts, add)
 	if res.err != nil && task.fieldSelector != "" && apierrors.IsBadRequest(res.err) {
 		// Some aggregated APIs do not support field selectors; filter on our side instead.
 		res.objects = nil
 		opts.FieldSelector = ""
-		res.err = e.pager(client).EachListItem(ctx, opts, keep)
+		res.err = e.eachObject(ctx, task, opts, add)
 	}
 	return res
 }
 
-// newObject keeps what rules need of a listed object. Managed fields and the last-applied
-// annotation are dropped: rules never read them and they are often most of an object's metadata.
-func newObject(r rules.Resource, m *metav1.PartialObjectMetadata) *rules.Object {
-	obj := &rules.Object{Resource: r, ObjectMeta: m.ObjectMeta}
+// eachObject lists the task's objects page by page and hands each to fn.
+func (e *Engine) eachObject(ctx context.Context, task listTask, opts metav1.ListOptions, fn func(*rules.Object)) error {
+	gvr := task.resource.GroupVersionResource
+	if task.content {
+		client := dynamicClient(e.Clients.Dynamic, gvr, task.namespace)
+		return newPager(client.List, e.Options.PageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
+			fn(newContentObject(task.resource, obj.(*unstructured.Unstructured)))
+			return nil
+		})
+	}
+	client := resourceClient(e.Clients.Metadata, gvr, task.namespace)
+	return newPager(client.List, e.Options.PageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
+		fn(newObject(task.resource, obj.(*metav1.PartialObjectMetadata).ObjectMeta))
+		return nil
+	})
+}
+
+// newObject keeps what rules need of a listed object's metadata. Managed fields and the
+// last-applied annotation are dropped: rules never read them and they are often most of an
+// object's metadata.
+func newObject(r rules.Resource, meta metav1.ObjectMeta) *rules.Object {
+	obj := &rules.Object{Resource: r, ObjectMeta: meta}
 	obj.ManagedFields = nil
 	delete(obj.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
 	return obj
 }
 
+// newContentObject splits a full object into its metadata and the rest.
+func newContentObject(r rules.Resource, u *unstructured.Unstructured) *rules.Object {
+	meta := metav1.ObjectMeta{
+		Namespace:                  u.GetNamespace(),
+		Name:                       u.GetName(),
+		UID:                        u.GetUID(),
+		ResourceVersion:            u.GetResourceVersion(),
+		Generation:                 u.GetGeneration(),
+		CreationTimestamp:          u.GetCreationTimestamp(),
+		DeletionTimestamp:          u.GetDeletionTimestamp(),
+		DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(),
+		Labels:                     u.GetLabels(),
+		Annotations:                u.GetAnnotations(),
+		OwnerReferences:            u.GetOwnerReferences(),
+		Finalizers:                 u.GetFinalizers(),
+	}
+	obj := newObject(r, meta)
+	obj.Content = maps.Clone(u.Object)
+	delete(obj.Content, "metadata")
+	return obj
+}
+
 // resourceClient is the metadata client of a resource, in namespace if it is not empty.
 func resourceClient(client metadata.Interface, gvr schema.GroupVersionResource, namespace string) metadata.ResourceInterface {
+	if namespace == "" {
+		return client.Resource(gvr)
+	}
+	return client.Resource(gvr).Namespace(namespace)
+}
+
+// dynamicClient is the dynamic client of a resource, in namespace if it is not empty.
+func dynamicClient(client dynamic.Interface, gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
 		return client.Resource(gvr)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -120,19 +122,19 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	report := newReport(e.Clock.Now(), e.Options)
 	defer func() { report.Metadata.EndTime = metav1.NewTime(e.Clock.Now()) }()
 
-	resources, problems, err := e.inventory(ctx)
-	report.Errors = append(report.Errors, problems...)
-	for _, p := range problems {
+	inv, err := e.inventory(ctx)
+	report.Errors = append(report.Errors, inv.problems...)
+	for _, p := range inv.problems {
 		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "group", p.Resource, "error", p.Message)
 	}
 	if err != nil {
 		return e.stageFailed(ctx, report, StageInventory, err)
 	}
-	report.Summary.Resources = len(resources)
-	e.Logger.InfoContext(ctx, "inventory done", "resources", len(resources), "errors", len(problems))
+	report.Summary.Resources = len(inv.resources)
+	e.Logger.InfoContext(ctx, "inventory done", "resources", len(inv.resources), "errors", len(inv.problems))
 
 	start := e.Clock.Now()
-	view, problems, err := e.observe(ctx, resources)
+	view, problems, err := e.observe(ctx, inv, e.contentResources())
 	report.Errors = append(report.Errors, problems...)
 	for _, p := range problems {
 		e.Logger.WarnContext(ctx, "list failed; the resource is not fully observed", "gvr", p.Resource, "error", p.Message)
@@ -150,6 +152,19 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	e.Logger.InfoContext(ctx, "apply done", "mode", e.Options.DryRun, "planned", report.Summary.Planned,
 		"applied", report.Summary.Applied, "failed", report.Summary.Failed, "skipped", report.Summary.Skipped)
 	return report
+}
+
+// contentResources are the resources the enabled rules read in full.
+func (e *Engine) contentResources() map[schema.GroupResource]bool {
+	content := map[schema.GroupResource]bool{}
+	for _, rule := range e.Rules {
+		if reader, ok := rule.(rules.ContentReader); ok {
+			for _, gr := range reader.ReadsContent() {
+				content[gr] = true
+			}
+		}
+	}
+	return content
 }
 
 func (e *Engine) stageFailed(ctx context.Context, report *Report, stage string, err error) *Report {
@@ -195,18 +210,24 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 	return rule.Plan(ctx, view), nil
 }
 
-// limitAndApply decides which actions run, in order, and runs them: an action on an object in a
-// protected namespace is skipped, and so is every action past --max-actions.
+// limitAndApply decides which actions run, in order, and runs them. An action is skipped when
+// its rule needs an opt-in that is not given, when its object is in a protected namespace, when
+// an action it depends on was not done in this run, or past --max-actions.
 func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []plannedFinding, report *Report) {
-	applier := &Applier{Client: e.Clients.Metadata, Mode: e.Options.DryRun, Logger: e.Logger}
+	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger}
 	protected := patterns(e.Options.ProtectedNamespaces)
+	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken := 0
 	for _, f := range planned {
 		var res Result
 		switch {
 		case f.Action == nil:
+		case f.OptIn != "":
+			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("opt-in: set %s to act", f.OptIn)}
 		case protected.match(namespaceOf(f.Object)):
 			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("protected-namespace: %s is in --protected-namespaces", namespaceOf(f.Object))}
+		case pending(f.DependsOn, done) != nil:
+			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("dependency: %s was not acted on first", pending(f.DependsOn, done))}
 		case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
 			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("limit: --max-actions=%d reached", e.Options.MaxActions)}
 		default:
@@ -219,8 +240,22 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []
 			e.Logger.Log(ctx, level, "action", "rule", f.Rule, "gvr", f.Object.Resource.GroupResource().String(),
 				"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome, "error", res.Message)
 		}
+		switch res.Outcome {
+		case OutcomePlanned, OutcomeDryRun, OutcomeApplied:
+			done[f.Object.UID] = true
+		}
 		report.addFinding(f.Finding, res)
 	}
+}
+
+// pending returns the first dependency that was not acted on successfully, or nil.
+func pending(dependencies []rules.ObjectRef, done map[types.UID]bool) *rules.ObjectRef {
+	for i := range dependencies {
+		if !done[dependencies[i].UID] {
+			return &dependencies[i]
+		}
+	}
+	return nil
 }
 
 // namespaceOf is the namespace an object belongs to; a Namespace belongs to itself.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -69,12 +70,14 @@ func newApplyFixture(t *testing.T) applyFixture {
 	cfg.WrapTransport = rec.wrap
 	client, err := metadata.NewForConfig(cfg)
 	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
 	return applyFixture{
 		namespace: ns,
 		rec:       rec,
 		applier: func(mode sweeper.DryRunMode) *sweeper.Applier {
-			return &sweeper.Applier{Client: client, Mode: mode, Logger: logger}
+			return &sweeper.Applier{Metadata: client, Dynamic: dyn, Mode: mode, Logger: logger}
 		},
 	}
 }
@@ -109,7 +112,7 @@ func (f applyFixture) finalizers(t *testing.T, name string) []string {
 // plan returns the single finding rule plans from a view of objs.
 func plan(t *testing.T, rule rules.Rule, objs ...*rules.Object) (*rules.View, rules.Finding) {
 	t.Helper()
-	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, nil, objs)
+	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, rules.Coverage{}, objs)
 	findings := rule.Plan(context.Background(), view)
 	require.Len(t, findings, 1)
 	return view, findings[0]

@@ -6,7 +6,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -134,5 +137,166 @@ func TestRequestsCarryTheUserAgent(t *testing.T) {
 	require.NotEmpty(t, rec.requests)
 	for _, req := range rec.requests {
 		assert.Equal(t, "operator-sweeper/v9.8.7", req.UserAgent, "%s %s", req.Method, req.Path)
+	}
+}
+
+// contentProbe is a view probe that reads Deployments in full.
+type contentProbe struct{ viewProbe }
+
+func (*contentProbe) ReadsContent() []schema.GroupResource {
+	return []schema.GroupResource{{Group: "apps", Resource: "deployments"}}
+}
+
+func TestRulesGetTheContentTheyRead(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, ns, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: logging-operator, namespace: NAMESPACE, labels: {app.kubernetes.io/name: logging-operator}}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: NAMESPACE}
+data: {key: value}
+`)
+	probe := &contentProbe{}
+	report := newEngine(t, testOptions(ns), nil, nil, probe).Run(context.Background())
+	require.Empty(t, report.Errors)
+	require.NotNil(t, probe.view)
+
+	deployment, ok := probe.view.Get(schema.GroupResource{Group: "apps", Resource: "deployments"}, ns, "logging-operator")
+	require.True(t, ok)
+	replicas, found, err := unstructured.NestedInt64(deployment.Content, "spec", "replicas")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Zero(t, replicas)
+	assert.NotContains(t, deployment.Content, "metadata", "metadata lives in ObjectMeta")
+	assert.Equal(t, "logging-operator", deployment.Labels["app.kubernetes.io/name"])
+	assert.NotEmpty(t, deployment.UID)
+
+	cm, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "settings")
+	require.True(t, ok)
+	assert.Nil(t, cm.Content, "metadata only")
+}
+
+// deleteWithOptIn deletes ConfigMaps labelled doomed, if the test opted in.
+type deleteWithOptIn struct {
+	namespace string
+	optedIn   bool
+}
+
+func (deleteWithOptIn) Name() string { return "test-delete" }
+
+func (r deleteWithOptIn) Plan(_ context.Context, view *rules.View) []rules.Finding {
+	var findings []rules.Finding
+	for _, obj := range view.List(schema.GroupResource{Resource: "configmaps"}) {
+		if obj.Namespace == r.namespace && obj.Labels["doomed"] == "true" {
+			f := rules.Finding{Object: obj.Ref(), Reason: "doomed", Action: rules.Delete{}}
+			if !r.optedIn {
+				f.OptIn = "rules.test-delete.delete"
+			}
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
+
+// releaseAfterDelete releases finalizer a of ConfigMaps, after the doomed ones are deleted.
+type releaseAfterDelete struct{ namespace string }
+
+func (releaseAfterDelete) Name() string { return "test-release-after" }
+
+func (r releaseAfterDelete) Plan(ctx context.Context, view *rules.View) []rules.Finding {
+	var doomed []rules.ObjectRef
+	for _, obj := range view.List(schema.GroupResource{Resource: "configmaps"}) {
+		if obj.Namespace == r.namespace && obj.Labels["doomed"] == "true" {
+			doomed = append(doomed, obj.Ref())
+		}
+	}
+	findings := releaseA(r.namespace).Plan(ctx, view)
+	for i := range findings {
+		findings[i].DependsOn = doomed
+	}
+	return findings
+}
+
+const doomedAndHeld = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: doomed-1, namespace: NAMESPACE, labels: {doomed: "true"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: doomed-2, namespace: NAMESPACE, labels: {doomed: "true"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: held, namespace: NAMESPACE, finalizers: [test.operator-sweeper.io/a]}
+`
+
+func TestOptInAndDependencies(t *testing.T) {
+	type want struct {
+		outcome sweeper.Outcome
+		err     string
+	}
+	applied := want{outcome: sweeper.OutcomeApplied}
+	tests := []struct {
+		name       string
+		optedIn    bool
+		maxActions int
+		want       map[string]want
+	}{
+		{
+			name: "without opt-in, neither the deletes nor what depends on them",
+			want: map[string]want{
+				"doomed-1": {sweeper.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
+				"doomed-2": {sweeper.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
+				"held":     {sweeper.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-1 was not acted on first"},
+			},
+		},
+		{
+			name:    "with opt-in, the deletes, then what depends on them",
+			optedIn: true,
+			want:    map[string]want{"doomed-1": applied, "doomed-2": applied, "held": applied},
+		},
+		{
+			name:       "a dependency stopped by the limit stops the dependent",
+			optedIn:    true,
+			maxActions: 1,
+			want: map[string]want{
+				"doomed-1": applied,
+				"doomed-2": {sweeper.OutcomeSkipped, "limit: --max-actions=1 reached"},
+				"held":     {sweeper.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-2 was not acted on first"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			create(t, ns, doomedAndHeld)
+			opts := testOptions(ns)
+			opts.DryRun = sweeper.DryRunNone
+			opts.MaxActions = tt.maxActions
+			report := newEngine(t, opts, nil, nil, deleteWithOptIn{namespace: ns, optedIn: tt.optedIn}, releaseAfterDelete{namespace: ns}).Run(context.Background())
+
+			got := map[string]want{}
+			for _, f := range findingsIn(report, ns) {
+				got[f.Object.Name] = want{f.Outcome, f.Error}
+			}
+			for name, w := range tt.want {
+				tt.want[name] = want{w.outcome, fill(w.err, ns, "")}
+			}
+			assert.Equal(t, tt.want, got)
+			for _, name := range []string{"doomed-1", "doomed-2"} {
+				_, err := testCluster.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+				assert.Equal(t, got[name] == applied, apierrors.IsNotFound(err), "%s deleted iff applied", name)
+			}
+		})
 	}
 }

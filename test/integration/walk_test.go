@@ -266,22 +266,31 @@ func (p *viewProbe) Plan(_ context.Context, view *rules.View) []rules.Finding {
 	return nil
 }
 
-// TestNamespaceFilterMakesNamespacedResourcesPartial: a rule must not conclude that something is
-// absent from a namespace that was not walked.
-func TestNamespaceFilterMakesNamespacedResourcesPartial(t *testing.T) {
-	ns := newNamespace(t)
+// TestViewCoverage: a rule must not conclude that something is absent from a namespace that was
+// not walked, or from a resource that was not listed.
+func TestViewCoverage(t *testing.T) {
+	ns, other := newNamespace(t), newNamespace(t, "other")
 	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	clusterRoles := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	notServed := schema.GroupResource{Group: "nothing.example.com", Resource: "widgets"}
 
 	probe := &viewProbe{}
 	newEngine(t, testOptions(""), nil, nil, probe).Run(context.Background())
 	require.NotNil(t, probe.view)
-	assert.True(t, probe.view.Observed(deployments), "walked everywhere")
-	assert.True(t, probe.view.Observed(clusterRoles))
+	assert.True(t, probe.view.Observed(deployments, ""), "walked everywhere")
+	assert.True(t, probe.view.Observed(deployments, ns))
+	assert.True(t, probe.view.Observed(clusterRoles, ""))
+	assert.True(t, probe.view.Observed(notServed, ""), "a resource the server does not serve has no objects")
 
 	probe = &viewProbe{}
-	newEngine(t, testOptions(ns), nil, nil, probe).Run(context.Background())
+	opts := testOptions(ns)
+	opts.ExcludeResources = []string{"secrets"}
+	newEngine(t, opts, nil, nil, probe).Run(context.Background())
 	require.NotNil(t, probe.view)
-	assert.False(t, probe.view.Observed(deployments), "walked in one namespace only")
-	assert.True(t, probe.view.Observed(clusterRoles), "cluster-scoped resources are walked in full")
+	assert.False(t, probe.view.Observed(deployments, ""), "walked in one namespace only")
+	assert.True(t, probe.view.Observed(deployments, ns))
+	assert.False(t, probe.view.Observed(deployments, other))
+	assert.True(t, probe.view.Observed(clusterRoles, ""), "cluster-scoped resources are walked in full")
+	assert.False(t, probe.view.Observed(secrets, ns), "excluded, though served")
 }
