@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,4 +47,75 @@ func withUID(uid string) func(*Object) {
 
 func newTestView(objects ...*Object) *View {
 	return NewView(testNow, []Resource{configMaps, namespaces, loggings}, Coverage{}, objects)
+}
+
+var (
+	deployments  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true}
+	statefulSets = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, Kind: "StatefulSet", Namespaced: true}
+	daemonSets   = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, Kind: "DaemonSet", Namespaced: true}
+	csvs         = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}, Kind: "ClusterServiceVersion", Namespaced: true}
+	crds         = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
+	secretsRes   = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
+	syslogNGs    = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "syslogngconfigs"}, Kind: "SyslogNGConfig", Namespaced: true}
+	widgets      = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+	rbacRes      = func(resource, kind string, namespaced bool) Resource {
+		return Resource{GroupVersionResource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: resource}, Kind: kind, Namespaced: namespaced}
+	}
+	clusterRolesRes        = rbacRes("clusterroles", "ClusterRole", false)
+	clusterRoleBindingsRes = rbacRes("clusterrolebindings", "ClusterRoleBinding", false)
+	rolesRes               = rbacRes("roles", "Role", true)
+	roleBindingsRes        = rbacRes("rolebindings", "RoleBinding", true)
+
+	allTestResources = []Resource{configMaps, namespaces, loggings, deployments, statefulSets, daemonSets, csvs, crds,
+		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes}
+)
+
+func withLabels(kv ...string) func(*Object) {
+	return func(o *Object) {
+		if o.Labels == nil {
+			o.Labels = map[string]string{}
+		}
+		for i := 0; i < len(kv); i += 2 {
+			o.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func withAnnotations(kv ...string) func(*Object) {
+	return func(o *Object) {
+		o.Annotations = map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			o.Annotations[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func withContent(content map[string]any) func(*Object) {
+	return func(o *Object) { o.Content = content }
+}
+
+// workload is a Deployment or StatefulSet with replicas (in content, as listed in full).
+func workload(r Resource, namespace, name string, replicas int64, opts ...func(*Object)) *Object {
+	return object(r, namespace, name, append([]func(*Object){withContent(map[string]any{"spec": map[string]any{"replicas": replicas}})}, opts...)...)
+}
+
+// csv is a ClusterServiceVersion owning the named CRDs.
+func csv(namespace, name string, ownedCRDs []string, opts ...func(*Object)) *Object {
+	owned := make([]any, 0, len(ownedCRDs))
+	for _, crd := range ownedCRDs {
+		owned = append(owned, map[string]any{"name": crd})
+	}
+	content := map[string]any{"spec": map[string]any{"customresourcedefinitions": map[string]any{"owned": owned}}}
+	return object(csvs, namespace, name, append([]func(*Object){withContent(content)}, opts...)...)
+}
+
+// viewWith is a view of objects over every test resource but those coverage says were not listed.
+func viewWith(coverage Coverage, objects ...*Object) *View {
+	var listed []Resource
+	for _, r := range allTestResources {
+		if !slices.Contains(coverage.Unlisted, r.GroupResource()) {
+			listed = append(listed, r)
+		}
+	}
+	return NewView(testNow, listed, coverage, objects)
 }

@@ -38,7 +38,10 @@ type Result struct {
 	Outcome Outcome
 	// Message says why the action failed or was skipped.
 	Message string
-	// Action is the action that was carried out, when a re-plan changed it.
+	// Replanned says the object changed after it was observed, and the action was re-planned
+	// from a fresh read.
+	Replanned bool
+	// Action is the action that was carried out after a re-plan.
 	Action rules.Action
 }
 
@@ -88,14 +91,14 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", f.Action.Type())
 	replanned, ok := planFor(ctx, rule, view.WithObject(fresh), fresh)
 	if !ok {
-		return Result{Outcome: OutcomeSkipped, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}
+		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}
 	}
 	err = a.send(ctx, fresh, replanned.Action)
 	if mayHaveLostRace(err) {
-		return Result{Outcome: OutcomeFailed, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}
+		return Result{Outcome: OutcomeFailed, Replanned: true, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}
 	}
 	res := a.result(err)
-	res.Action = replanned.Action
+	res.Replanned, res.Action = true, replanned.Action
 	return res
 }
 

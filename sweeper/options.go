@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 // DryRunMode says whether and how actions reach the API server.
@@ -73,6 +75,9 @@ type Options struct {
 	Rules []string `json:"-"`
 	// RuleSettings holds each rule's settings from the config file.
 	RuleSettings RuleSettings `json:"rules,omitempty"`
+	// Finalizers maps finalizers to the controllers that remove them; they come before the
+	// shipped defaults (rules.DefaultFinalizerOwners) and replace those of the same pattern.
+	Finalizers []rules.FinalizerOwner `json:"finalizers,omitempty"`
 	// MaxActions caps the actions taken in one run; the rest are skipped. 0 means no cap.
 	MaxActions int `json:"max-actions"`
 	// QPS and Burst bound the client's request rate.
@@ -104,7 +109,16 @@ type Options struct {
 
 // RuleSettings is the "rules" section of the config file: one entry per rule.
 type RuleSettings struct {
-	StuckTerminating RuleToggle `json:"stuck-terminating"`
+	OLMRBAC            OLMRBACSettings `json:"olm-rbac"`
+	OrphanedFinalizers RuleToggle      `json:"orphaned-finalizers"`
+	StuckTerminating   RuleToggle      `json:"stuck-terminating"`
+}
+
+// OLMRBACSettings are the settings of rule olm-rbac.
+type OLMRBACSettings struct {
+	RuleToggle `json:",inline"`
+	// Delete opts in to deleting the RBAC of gone ClusterServiceVersions.
+	Delete bool `json:"delete,omitempty"`
 }
 
 // RuleToggle is the part of a rule's settings every rule has.
@@ -238,7 +252,10 @@ func (o Options) Validate() error {
 	if _, err := o.logLevel(); err != nil {
 		return err
 	}
-	_, err := o.ruleSet()
+	if err := rules.ValidateFinalizerOwners(o.Finalizers); err != nil {
+		return inputErrorf("config: %w", err)
+	}
+	_, err := o.RuleSet()
 	return err
 }
 

@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 		{"empty pattern", func(o *Options) { o.ExcludeNamespaces = []string{""} }, `--exclude-namespaces: pattern "" is invalid`},
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},
 		{"log-level", func(o *Options) { o.LogLevel = "loud" }, `--log-level "loud" is invalid`},
-		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are stuck-terminating`},
+		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are olm-rbac, orphaned-finalizers, stuck-terminating`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,17 +127,19 @@ func TestLoadConfigFileErrors(t *testing.T) {
 func TestRuleSet(t *testing.T) {
 	off := false
 	on := true
+	all := []string{"olm-rbac", "orphaned-finalizers", "stuck-terminating"}
 	tests := []struct {
 		name    string
 		rules   []string
-		enabled *bool
+		enabled *bool // rules.stuck-terminating.enabled in the config file
 		want    []string
 	}{
-		{"default runs every rule", []string{"*"}, nil, []string{"stuck-terminating"}},
-		{"a negation disables", []string{"-stuck-terminating"}, nil, nil},
-		{"only negations keep the rest", []string{"*", "-stuck-terminating"}, nil, nil},
-		{"the config file can disable", []string{"*"}, &off, nil},
-		{"the config file can enable", []string{"*"}, &on, []string{"stuck-terminating"}},
+		{"default runs every rule, in apply order", []string{"*"}, nil, all},
+		{"a negation disables", []string{"-stuck-terminating"}, nil, all[:2]},
+		{"only negations keep the rest", []string{"*", "-olm-rbac"}, nil, all[1:]},
+		{"names select", []string{"stuck-terminating", "olm-rbac"}, nil, []string{"olm-rbac", "stuck-terminating"}},
+		{"the config file can disable", []string{"*"}, &off, all[:2]},
+		{"the config file can enable", []string{"*"}, &on, all},
 		{"a flag overrides the file", []string{"stuck-terminating"}, &off, []string{"stuck-terminating"}},
 		{"spaces are ignored", []string{" stuck-terminating "}, nil, []string{"stuck-terminating"}},
 	}
@@ -146,7 +148,7 @@ func TestRuleSet(t *testing.T) {
 			opts := DefaultOptions()
 			opts.Rules = tt.rules
 			opts.RuleSettings.StuckTerminating.Enabled = tt.enabled
-			set, err := opts.ruleSet()
+			set, err := opts.RuleSet()
 			require.NoError(t, err)
 			var names []string
 			for _, r := range set {
@@ -155,10 +157,68 @@ func TestRuleSet(t *testing.T) {
 			assert.Equal(t, tt.want, names)
 		})
 	}
+}
 
+func TestRulesGetTheirSettings(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MinTerminatingAge.Duration = 42 * time.Minute
-	set, err := opts.ruleSet()
+	opts.RuleSettings.OLMRBAC.Delete = true
+	custom := rules.FinalizerOwner{Pattern: "operators.coreos.com/*", Controllers: []rules.Controller{{Kind: "Deployment", Name: "my-olm"}}}
+	opts.Finalizers = []rules.FinalizerOwner{custom}
+	set, err := opts.RuleSet()
 	require.NoError(t, err)
-	assert.Equal(t, rules.StuckTerminating{MinAge: 42 * time.Minute}, set[0], "rules get their settings from the options")
+	require.Len(t, set, 3)
+
+	owners := rules.MergeFinalizerOwners([]rules.FinalizerOwner{custom}, rules.DefaultFinalizerOwners())
+	assert.Equal(t, owners[0], custom, "configured mappings come first")
+	assert.Len(t, owners, len(rules.DefaultFinalizerOwners()), "and replace the default of the same pattern")
+	assert.Equal(t, rules.OLMRBAC{Owners: owners, Delete: true}, set[0])
+	assert.Equal(t, rules.OrphanedFinalizers{MinAge: 42 * time.Minute, Owners: owners}, set[1])
+	assert.Equal(t, rules.StuckTerminating{MinAge: 42 * time.Minute}, set[2])
+}
+
+func TestConfigFileFinalizerMappings(t *testing.T) {
+	file := writeFile(t, `
+finalizers:
+- pattern: "*.acme.io/finalizer"
+  controllers:
+  - {kind: Deployment, namespace: acme, selector: "app in (acme-operator)"}
+  - {kind: StatefulSet, name: acme}
+rules:
+  olm-rbac: {delete: true}
+`)
+	opts, err := LoadConfigFile(file, DefaultOptions())
+	require.NoError(t, err)
+	require.NoError(t, opts.Validate())
+	assert.Equal(t, []rules.FinalizerOwner{{Pattern: "*.acme.io/finalizer", Controllers: []rules.Controller{
+		{Kind: "Deployment", Namespace: "acme", Selector: "app in (acme-operator)"},
+		{Kind: "StatefulSet", Name: "acme"},
+	}}}, opts.Finalizers)
+	assert.True(t, opts.RuleSettings.OLMRBAC.Delete)
+	assert.Nil(t, opts.RuleSettings.OLMRBAC.Enabled)
+}
+
+func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{"bad glob", "finalizers: [{pattern: '[x', controllers: [{kind: Deployment, name: x}]}]", `config: finalizers[0].pattern "[x" is not a valid glob`},
+		{"no controllers", "finalizers: [{pattern: x/y}]", "config: finalizers[0] (x/y) has no controllers"},
+		{"bad kind", "finalizers: [{pattern: x/y, controllers: [{kind: Pod, name: x}]}]", `finalizers[0].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`},
+		{"name and selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, name: x, selector: a=b}]}]", "finalizers[0].controllers[0]: set exactly one of name and selector"},
+		{"neither", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment}]}]", "finalizers[0].controllers[0]: set exactly one of name and selector"},
+		{"bad selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a=b=c'}]}]", `finalizers[0].controllers[0].selector "a=b=c"`},
+		{"unknown key", "finalizers: [{pattern: x/y, controller: []}]", `unknown field "finalizers[0].controller"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts, err := LoadConfigFile(writeFile(t, tt.yaml), DefaultOptions())
+			if err == nil {
+				err = opts.Validate()
+			}
+			var input *InputError
+			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,6 +132,9 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 		},
 		Reason:   f.Reason,
 		Evidence: f.Evidence,
+	}
+	if res.Replanned {
+		fr.Evidence = append(slices.Clone(fr.Evidence), "the object changed after it was observed; it was re-read and re-planned before acting")
 	}
 	if fr.Evidence == nil {
 		fr.Evidence = []string{}

@@ -7,14 +7,18 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// ruleSet returns the rules this run uses, in the order their actions are applied: a rule whose
+// RuleSet returns the rules this run uses, in the order their actions are applied: a rule whose
 // actions must come first (RBAC before the finalizer that stood for it) comes first.
-func (o Options) ruleSet() ([]rules.Rule, error) {
+func (o Options) RuleSet() ([]rules.Rule, error) {
+	owners := rules.MergeFinalizerOwners(o.Finalizers, rules.DefaultFinalizerOwners())
+	settings := o.RuleSettings
 	builtin := []struct {
 		rule   rules.Rule
 		toggle RuleToggle
 	}{
-		{rules.StuckTerminating{MinAge: o.MinTerminatingAge.Duration}, o.RuleSettings.StuckTerminating},
+		{rules.OLMRBAC{Owners: owners, Delete: settings.OLMRBAC.Delete}, settings.OLMRBAC.RuleToggle},
+		{rules.OrphanedFinalizers{MinAge: o.MinTerminatingAge.Duration, Owners: owners}, settings.OrphanedFinalizers},
+		{rules.StuckTerminating{MinAge: o.MinTerminatingAge.Duration}, settings.StuckTerminating},
 	}
 
 	names := make([]string, 0, len(builtin))

@@ -36,7 +36,7 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	logger := newLogger(opts, streams.Err)
 	// client-go logs through klog; route it to the same structured log.
 	klog.SetSlogLogger(logger)
-	ruleSet, err := opts.ruleSet()
+	ruleSet, err := opts.RuleSet()
 	if err != nil {
 		return err
 	}

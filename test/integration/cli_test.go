@@ -40,7 +40,7 @@ func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
 	reportFile := filepath.Join(t.TempDir(), "report.json")
 
 	stdout, stderr, code := runBinary(t, "--include-namespaces", ns, "--min-terminating-age=0s", "-o", "json",
-		"--report-file", reportFile, "--log-format=json")
+		"--report-file", reportFile, "--log-format=json", "--rules=stuck-terminating")
 
 	require.Equal(t, 0, code, stderr)
 	var report sweeper.Report
@@ -71,7 +71,7 @@ func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
 func TestBinaryOutputFormats(t *testing.T) {
 	ns := newNamespace(t)
 	terminate(t, ns, stuckPair)
-	args := []string{"--include-namespaces", ns, "--min-terminating-age=0s", "--log-level=warn"}
+	args := []string{"--include-namespaces", ns, "--min-terminating-age=0s", "--log-level=warn", "--rules=stuck-terminating"}
 
 	stdout, stderr, code := runBinary(t, args...)
 	require.Equal(t, 0, code, stderr)
@@ -97,15 +97,15 @@ func TestBinaryExitCodes(t *testing.T) {
 	stuck, clean := newNamespace(t, "stuck"), newNamespace(t, "clean")
 	terminate(t, stuck, stuckPair)
 
-	_, stderr, code := runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--fail-on-findings", "--log-level=warn")
+	_, stderr, code := runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--fail-on-findings", "--log-level=warn", "--rules=stuck-terminating")
 	assert.Equal(t, 3, code, "findings with --fail-on-findings")
 	assert.Equal(t, "error: findings present: 2 findings (--fail-on-findings)\n", stderr)
 
 	_, stderr, code = runBinary(t, "--include-namespaces", clean, "--exclude-resources=namespaces", "--min-terminating-age=0s", "--fail-on-findings")
 	assert.Equal(t, 0, code, stderr)
 
-	_, stderr, code = runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--rules=-stuck-terminating", "--fail-on-findings")
-	assert.Equal(t, 0, code, "a disabled rule finds nothing: %s", stderr)
+	_, stderr, code = runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--rules=-stuck-terminating,-orphaned-finalizers", "--fail-on-findings")
+	assert.Equal(t, 0, code, "disabled rules find nothing: %s", stderr)
 
 	_, stderr, code = runBinary(t, "--output=xml")
 	assert.Equal(t, 2, code)
@@ -124,6 +124,9 @@ min-terminating-age: 0s
 include-namespaces: [`+ns+`]
 exclude-resources: [configmaps]
 log-level: warn
+rules:
+  olm-rbac: {enabled: false}
+  orphaned-finalizers: {enabled: false}
 `), 0o600))
 
 	stdout, stderr, code := runBinary(t, "--config", config)

@@ -12,13 +12,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -90,19 +95,42 @@ func fill(manifests, namespace, name string) string {
 	return manifests
 }
 
-// create creates manifests (see fill).
-func create(t *testing.T, namespace, manifests string) {
+// create creates manifests (see fill). When the test ends, the objects are released from their
+// finalizers and deleted, so that no test sees another's debris or operators.
+func create(t testing.TB, namespace, manifests string) []*unstructured.Unstructured {
 	t.Helper()
-	_, err := testCluster.Create(context.Background(), fill(manifests, namespace, ""))
+	objs, err := testCluster.Create(context.Background(), fill(manifests, namespace, ""))
 	require.NoError(t, err)
+	t.Cleanup(func() { remove(t, objs) })
+	return objs
 }
 
 // terminate creates manifests (see fill) and deletes them, leaving objects with finalizers
-// Terminating.
-func terminate(t *testing.T, namespace, manifests string) {
+// Terminating; they are removed when the test ends.
+func terminate(t testing.TB, namespace, manifests string) []*unstructured.Unstructured {
 	t.Helper()
-	_, err := testCluster.Terminate(context.Background(), fill(manifests, namespace, ""))
-	require.NoError(t, err)
+	objs := create(t, namespace, manifests)
+	deleted := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		after, err := testCluster.Delete(context.Background(), obj)
+		require.NoError(t, err)
+		deleted = append(deleted, after)
+	}
+	return deleted
+}
+
+func remove(t testing.TB, objs []*unstructured.Unstructured) {
+	for _, obj := range slices.Backward(objs) {
+		client, _, err := testCluster.Resource(obj)
+		require.NoError(t, err)
+		_, err = client.Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err == nil {
+			err = client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+		}
+		if !apierrors.IsNotFound(err) {
+			assert.NoError(t, err, "remove %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		}
+	}
 }
 
 // testOptions are the defaults with the namespace filter set to namespace, if any.

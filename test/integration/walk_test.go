@@ -235,14 +235,6 @@ spec:
   insecureSkipTLSVerify: true
   service: {namespace: default, name: nowhere, port: 443}
 `)
-	t.Cleanup(func() {
-		apiService := &unstructured.Unstructured{}
-		apiService.SetAPIVersion("apiregistration.k8s.io/v1")
-		apiService.SetKind("APIService")
-		apiService.SetName("v1.broken.operator-sweeper.io")
-		_, err := testCluster.Delete(context.Background(), apiService)
-		assert.NoError(t, err)
-	})
 
 	engine := newEngine(t, testOptions(ns), nil, nil, rules.StuckTerminating{})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

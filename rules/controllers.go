@@ -1,0 +1,234 @@
+package rules
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// FinalizerOwner says which workloads remove the finalizers matching Pattern. It is the
+// "finalizers" section of the config file.
+type FinalizerOwner struct {
+	// Pattern is a glob (path.Match) over finalizer names, such as
+	// "*.logging.banzaicloud.io/finalizer".
+	Pattern string `json:"pattern"`
+	// Controllers are the workloads that serve the finalizers; any one of them running is enough.
+	Controllers []Controller `json:"controllers"`
+}
+
+// Controller identifies workloads by kind, and by name or label selector, in one namespace or any.
+type Controller struct {
+	// Kind is Deployment, StatefulSet or DaemonSet.
+	Kind string `json:"kind"`
+	// Namespace restricts the match to one namespace; empty means any.
+	Namespace string `json:"namespace,omitempty"`
+	// Name matches the workload's name. Exactly one of Name and Selector is set.
+	Name string `json:"name,omitempty"`
+	// Selector is a label selector ("app.kubernetes.io/name=logging-operator") on the workload.
+	Selector string `json:"selector,omitempty"`
+}
+
+var workloads = map[string]schema.GroupResource{
+	"Deployment":  {Group: "apps", Resource: "deployments"},
+	"StatefulSet": {Group: "apps", Resource: "statefulsets"},
+	"DaemonSet":   {Group: "apps", Resource: "daemonsets"},
+}
+
+// DefaultFinalizerOwners are the controller mappings operator-sweeper ships: OLM v0, OLM v1 and
+// logging-operator. A config file's entries come first, and replace a default of the same pattern.
+func DefaultFinalizerOwners() []FinalizerOwner {
+	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
+	return []FinalizerOwner{
+		{Pattern: "*.logging.banzaicloud.io/finalizer", Controllers: []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}}},
+		// The CSV cleanup finalizer is olm-operator's alone; catalog-operator running does not help.
+		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}},
+		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}},
+		{Pattern: "olm.operatorframework.io/*", Controllers: []Controller{
+			{Kind: "Deployment", Name: "operator-controller-controller-manager"},
+			{Kind: "Deployment", Name: "catalogd-controller-manager"},
+		}},
+	}
+}
+
+// MergeFinalizerOwners puts the configured owners first; a default whose pattern is configured
+// is dropped.
+func MergeFinalizerOwners(configured, defaults []FinalizerOwner) []FinalizerOwner {
+	merged := slices.Clone(configured)
+	for _, d := range defaults {
+		if !slices.ContainsFunc(configured, func(c FinalizerOwner) bool { return c.Pattern == d.Pattern }) {
+			merged = append(merged, d)
+		}
+	}
+	return merged
+}
+
+// ValidateFinalizerOwners checks the mappings; the error names the first bad entry.
+func ValidateFinalizerOwners(owners []FinalizerOwner) error {
+	for i, o := range owners {
+		at := fmt.Sprintf("finalizers[%d]", i)
+		if _, err := path.Match(o.Pattern, ""); err != nil || o.Pattern == "" {
+			return fmt.Errorf("%s.pattern %q is not a valid glob", at, o.Pattern)
+		}
+		if len(o.Controllers) == 0 {
+			return fmt.Errorf("%s (%s) has no controllers: name at least one workload that removes these finalizers", at, o.Pattern)
+		}
+		for j, c := range o.Controllers {
+			at := fmt.Sprintf("%s.controllers[%d]", at, j)
+			if _, ok := workloads[c.Kind]; !ok {
+				return fmt.Errorf("%s.kind %q is not Deployment, StatefulSet or DaemonSet", at, c.Kind)
+			}
+			if (c.Name == "") == (c.Selector == "") {
+				return fmt.Errorf("%s: set exactly one of name and selector", at)
+			}
+			if _, err := labels.Parse(c.Selector); err != nil {
+				return fmt.Errorf("%s.selector %q: %w", at, c.Selector, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ownerOf returns the first mapping whose pattern matches the finalizer.
+func ownerOf(owners []FinalizerOwner, finalizer string) (FinalizerOwner, bool) {
+	for _, o := range owners {
+		if ok, _ := path.Match(o.Pattern, finalizer); ok {
+			return o, true
+		}
+	}
+	return FinalizerOwner{}, false
+}
+
+// liveness is what the view says about a finalizer's controllers.
+type liveness int
+
+const (
+	// unknown: some workloads that could be the controller were not observed.
+	unknown liveness = iota
+	// gone: no workload matches.
+	gone
+	// scaledToZero: matching workloads exist, none wants a pod.
+	scaledToZero
+	// running: a matching workload wants at least one pod, or is being deleted and may still run.
+	running
+)
+
+// controllerStatus is the liveness of a mapping's controllers, with the facts behind it.
+type controllerStatus struct {
+	liveness liveness
+	evidence []string
+	// names are the matching workloads, "Deployment olm/olm-operator".
+	names []string
+}
+
+// controllersOf checks a mapping's controllers against the view: any running one makes the
+// finalizer alive; otherwise any scaled to zero makes it a warning; otherwise, if every place a
+// controller could be was observed, the controller is gone.
+func controllersOf(view *View, owner FinalizerOwner) controllerStatus {
+	var status controllerStatus
+	anyUnknown, anyScaled := false, false
+	for _, c := range owner.Controllers {
+		gr := workloads[c.Kind]
+		if !view.Observed(gr, c.Namespace) {
+			anyUnknown = true
+			status.evidence = append(status.evidence, fmt.Sprintf("%ss matching %s were not all listed (filters or errors): cannot tell whether the controller runs", c.Kind, c.describe()))
+			continue
+		}
+		matches := c.matches(view, gr)
+		if len(matches) == 0 {
+			status.evidence = append(status.evidence, fmt.Sprintf("no %s matches %s", c.Kind, c.describe()))
+			continue
+		}
+		for _, w := range matches {
+			name := fmt.Sprintf("%s %s/%s", c.Kind, w.Namespace, w.Name)
+			status.names = append(status.names, name)
+			replicas := desiredReplicas(c.Kind, w)
+			switch {
+			case w.DeletionTimestamp != nil:
+				status.liveness = running
+				status.evidence = append(status.evidence, fmt.Sprintf("%s matches %s and is being deleted; it may still be running", name, c.describe()))
+			case replicas > 0:
+				status.liveness = running
+				status.evidence = append(status.evidence, fmt.Sprintf("%s matches %s and runs (%d desired replicas)", name, c.describe(), replicas))
+			default:
+				anyScaled = true
+				status.evidence = append(status.evidence, fmt.Sprintf("%s matches %s and is scaled to 0", name, c.describe()))
+			}
+		}
+	}
+	switch {
+	case status.liveness == running:
+	case anyScaled:
+		status.liveness = scaledToZero
+	case anyUnknown:
+		status.liveness = unknown
+	default:
+		status.liveness = gone
+	}
+	return status
+}
+
+func (c Controller) describe() string {
+	where := "in any namespace"
+	if c.Namespace != "" {
+		where = "in namespace " + c.Namespace
+	}
+	if c.Name != "" {
+		return fmt.Sprintf("name %s %s", c.Name, where)
+	}
+	return c.Selector + " " + where
+}
+
+func (c Controller) matches(view *View, gr schema.GroupResource) []*Object {
+	selector, _ := labels.Parse(c.Selector) // validated
+	var out []*Object
+	for _, w := range view.List(gr) {
+		if (c.Namespace != "" && w.Namespace != c.Namespace) || (c.Name != "" && w.Name != c.Name) {
+			continue
+		}
+		if c.Selector != "" && !selector.Matches(labels.Set(w.Labels)) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// desiredReplicas is how many pods a workload wants: spec.replicas (default 1) for Deployments
+// and StatefulSets, status.desiredNumberScheduled for DaemonSets. Without content (the rule did
+// not ask for it) a workload counts as wanting one.
+func desiredReplicas(kind string, w *Object) int64 {
+	field := []string{"spec", "replicas"}
+	if kind == "DaemonSet" {
+		field = []string{"status", "desiredNumberScheduled"}
+	}
+	n, found, err := unstructured.NestedInt64(w.Content, field...)
+	if err != nil || !found {
+		return 1
+	}
+	return n
+}
+
+// workloadResources are the resources controller mappings read in full.
+func workloadResources() []schema.GroupResource {
+	return []schema.GroupResource{workloads["Deployment"], workloads["StatefulSet"], workloads["DaemonSet"]}
+}
+
+// builtIn reports whether Kubernetes itself owns a finalizer: the sweeper never touches those.
+func builtIn(finalizer string) bool {
+	switch finalizer {
+	case "kubernetes", "orphan", "foregroundDeletion":
+		return true
+	}
+	domain, _, _ := strings.Cut(finalizer, "/")
+	for _, k8s := range []string{"kubernetes.io", "k8s.io"} {
+		if domain == k8s || strings.HasSuffix(domain, "."+k8s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// OLMRBAC deletes the RBAC OLM v0 created for a ClusterServiceVersion and would have deleted with
+// it (F1): ClusterRoles, ClusterRoleBindings, Roles and RoleBindings labelled
+// olm.owner=<csv>, olm.owner.namespace=<namespace>, olm.owner.kind=ClusterServiceVersion, whose
+// CSV no longer exists, or is terminating while OLM is gone. While OLM runs, or is scaled to 0,
+// it is OLM's job. Deleting is opt-in (Delete, rules.olm-rbac.delete); without it the findings
+// are reported as skipped.
+type OLMRBAC struct {
+	// Owners are the controller mappings; the one for OLM's csv-cleanup finalizer says whether
+	// OLM runs.
+	Owners []FinalizerOwner
+	// Delete opts in to deleting.
+	Delete bool
+}
+
+var olmRBACResources = []schema.GroupResource{
+	clusterRoles,
+	clusterRoleBindings,
+	{Group: "rbac.authorization.k8s.io", Resource: "roles"},
+	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+}
+
+// Name implements Rule.
+func (OLMRBAC) Name() string { return "olm-rbac" }
+
+// ReadsContent implements ContentReader: workload replicas, to tell whether OLM runs.
+func (OLMRBAC) ReadsContent() []schema.GroupResource { return workloadResources() }
+
+// Plan implements Rule.
+func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
+	var findings []Finding
+	olm, mapped := ownerOf(r.Owners, csvCleanupFinalizer)
+	for _, gr := range olmRBACResources {
+		for _, obj := range view.List(gr) {
+			csvName, csvNamespace := obj.Labels["olm.owner"], obj.Labels["olm.owner.namespace"]
+			if obj.DeletionTimestamp != nil || obj.Labels["olm.owner.kind"] != "ClusterServiceVersion" || csvName == "" || csvNamespace == "" {
+				continue
+			}
+			evidence := []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)}
+			var reason string
+			csv, exists := view.Get(clusterServiceVersions, csvNamespace, csvName)
+			switch {
+			case !exists && !view.Observed(clusterServiceVersions, csvNamespace):
+				continue // cannot tell; the CSV may well exist
+			case !exists:
+				reason = fmt.Sprintf("ClusterServiceVersion %s/%s no longer exists", csvNamespace, csvName)
+				evidence = append(evidence, reason)
+			case csv.DeletionTimestamp == nil:
+				continue // the CSV is alive; this is its RBAC
+			case !mapped:
+				continue // nobody said which controller is OLM
+			default:
+				status := controllersOf(view, olm)
+				if status.liveness != gone {
+					continue // OLM runs, is scaled to 0 (orphaned-finalizers warns), or cannot be seen
+				}
+				reason = fmt.Sprintf("ClusterServiceVersion %s/%s is terminating and OLM is gone", csvNamespace, csvName)
+				evidence = append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s is terminating, waiting on %s", csvNamespace, csvName, csvCleanupFinalizer))
+				evidence = append(evidence, status.evidence...)
+			}
+			f := Finding{
+				Rule:     r.Name(),
+				Severity: SeverityWarning,
+				Object:   obj.Ref(),
+				Reason:   reason + "; its RBAC is left behind",
+				Evidence: evidence,
+				Action:   Delete{},
+			}
+			if !r.Delete {
+				f.OptIn = "rules.olm-rbac.delete"
+			}
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}

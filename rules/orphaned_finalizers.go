@@ -1,0 +1,285 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// OrphanedFinalizers releases objects stuck Terminating on a finalizer whose operator is gone:
+// logging-operator's CRs after `helm uninstall` (F4), OLM's CSVs after OLM itself was removed
+// (F1). It never touches a built-in finalizer, an object terminating for less than MinAge, or a
+// finalizer whose controller is still there: running (left alone) or scaled to 0 (a warning:
+// scale it up instead). Who owns a finalizer is decided, first answer wins, by
+//
+//  1. the controller mappings (Owners): a matching workload exists, or none does;
+//  2. the object's CRD: a ClusterServiceVersion that owns it, OLM labels without such a CSV, or
+//     Helm ownership with or without its release Secret; only for finalizers in the CRD's own
+//     API domain, so that a third party's finalizer on someone else's CR is never released;
+//  3. otherwise nobody knows: the finding is informational and nothing is done.
+//
+// The action removes exactly the orphaned finalizers. OLM's csv-cleanup finalizer stands for the
+// ClusterRoles and ClusterRoleBindings OLM would have deleted; its release depends on their
+// deletion (rule olm-rbac) in the same run.
+type OrphanedFinalizers struct {
+	// MinAge is how long an object must have been terminating (--min-terminating-age).
+	MinAge time.Duration
+	// Owners are the controller mappings (the "finalizers" section of the config file).
+	Owners []FinalizerOwner
+}
+
+// Name implements Rule.
+func (OrphanedFinalizers) Name() string { return "orphaned-finalizers" }
+
+// ReadsContent implements ContentReader: workload replicas and the CRDs a CSV owns.
+func (OrphanedFinalizers) ReadsContent() []schema.GroupResource {
+	return append(workloadResources(), clusterServiceVersions)
+}
+
+var (
+	clusterServiceVersions    = schema.GroupResource{Group: "operators.coreos.com", Resource: "clusterserviceversions"}
+	customResourceDefinitions = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+	secrets                   = schema.GroupResource{Resource: "secrets"}
+	clusterRoles              = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+	clusterRoleBindings       = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}
+)
+
+// csvCleanupFinalizer is OLM v0's finalizer on a CSV (OLM ≥ v0.27): before releasing it, OLM
+// deletes the cluster-scoped RBAC labelled as the CSV's.
+const csvCleanupFinalizer = "operators.coreos.com/csv-cleanup"
+
+type decision int
+
+const (
+	undecided decision = iota
+	alive
+	scaledDown
+	orphaned
+)
+
+// verdict is the decision about one finalizer of one object.
+type verdict struct {
+	finalizer string
+	decision  decision
+	evidence  []string
+	// controllers are the workloads found for an alive or scaled-down finalizer.
+	controllers []string
+	// dependsOn are objects to delete before an orphaned finalizer may be released.
+	dependsOn []ObjectRef
+}
+
+// Plan implements Rule.
+func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
+	var findings []Finding
+	for obj := range view.Objects() {
+		if obj.DeletionTimestamp == nil {
+			continue
+		}
+		age := view.Now().Sub(obj.DeletionTimestamp.Time)
+		if age < r.MinAge {
+			continue
+		}
+		var verdicts []verdict
+		for _, f := range obj.Finalizers {
+			if !builtIn(f) {
+				verdicts = append(verdicts, r.decide(view, obj, f))
+			}
+		}
+		if len(verdicts) > 0 {
+			findings = append(findings, r.finding(obj, age, verdicts))
+		}
+	}
+	return findings
+}
+
+func (r OrphanedFinalizers) decide(view *View, obj *Object, finalizer string) verdict {
+	v := verdict{finalizer: finalizer}
+	if owner, ok := ownerOf(r.Owners, finalizer); ok {
+		status := controllersOf(view, owner)
+		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, owner.Pattern)}, status.evidence...)
+		v.controllers = status.names
+		v.decision = map[liveness]decision{unknown: undecided, gone: orphaned, scaledToZero: scaledDown, running: alive}[status.liveness]
+	} else {
+		v.decision, v.evidence = decideByCRD(view, obj, finalizer)
+	}
+	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == clusterServiceVersions {
+		guarded, evidence, known := olmClusterRBAC(view, obj.Namespace, obj.Name)
+		v.evidence = append(v.evidence, evidence)
+		if !known {
+			v.decision = undecided
+		}
+		v.dependsOn = guarded
+	}
+	return v
+}
+
+// decideByCRD asks the object's CRD who installed it, and whether that installer is still there.
+func decideByCRD(view *View, obj *Object, finalizer string) (decision, []string) {
+	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
+	group := obj.Resource.Group
+	crdName := obj.Resource.Resource + "." + group
+	crd, ok := view.Get(customResourceDefinitions, "", crdName)
+	if group == "" || !ok {
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}
+	}
+	domain, _, _ := strings.Cut(finalizer, "/")
+	if !sameDomain(domain, group) {
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not in the API domain of CRD %s: it may belong to another controller", finalizer, crdName)}
+	}
+	evidence := []string{noMapping}
+
+	if !view.Observed(clusterServiceVersions, "") {
+		return undecided, append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName)
+	}
+	if owners := owningCSVs(view, crdName); len(owners) > 0 {
+		return alive, append(evidence, fmt.Sprintf("CRD %s is owned by ClusterServiceVersion %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", ")))
+	}
+	evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
+
+	if label, ok := olmLabel(crd); ok {
+		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s)", crdName, label))
+	}
+	release, releaseNamespace := crd.Annotations["meta.helm.sh/release-name"], crd.Annotations["meta.helm.sh/release-namespace"]
+	if crd.Labels["app.kubernetes.io/managed-by"] != "Helm" || release == "" || releaseNamespace == "" {
+		return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName))
+	}
+	prefix := "sh.helm.release.v1." + release + ".v"
+	if !view.Observed(secrets, releaseNamespace) {
+		return undecided, append(evidence, fmt.Sprintf("Secrets in namespace %s were not listed: cannot look for Helm release %s", releaseNamespace, release))
+	}
+	for _, s := range view.List(secrets) {
+		if s.Namespace == releaseNamespace && strings.HasPrefix(s.Name, prefix) {
+			return alive, append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s, which is installed (Secret %s)", crdName, releaseNamespace, release, s.Name))
+		}
+	}
+	return orphaned, append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s, which is uninstalled: no Secret %s* in %s", crdName, releaseNamespace, release, prefix, releaseNamespace))
+}
+
+// sameDomain reports whether a finalizer's domain and an API group are the same DNS name or one
+// is a subdomain of the other: syslogngconfig.logging.banzaicloud.io and logging.banzaicloud.io.
+func sameDomain(a, b string) bool {
+	return a == b || strings.HasSuffix(a, "."+b) || strings.HasSuffix(b, "."+a)
+}
+
+// owningCSVs names the ClusterServiceVersions (not OLM's copies in other namespaces) that own a CRD.
+func owningCSVs(view *View, crdName string) []string {
+	var owners []string
+	for _, csv := range view.List(clusterServiceVersions) {
+		if _, copied := csv.Labels["olm.copiedFrom"]; copied {
+			continue
+		}
+		owned, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", "owned")
+		for _, o := range owned {
+			if m, ok := o.(map[string]any); ok && m["name"] == crdName {
+				owners = append(owners, csv.Namespace+"/"+csv.Name)
+				break
+			}
+		}
+	}
+	return owners
+}
+
+// olmLabel returns a label by which OLM marks what it installed.
+func olmLabel(obj *Object) (string, bool) {
+	for key := range obj.Labels {
+		if strings.HasPrefix(key, "operators.coreos.com/") || key == "olm.owner" || key == "olm.managed" {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// olmClusterRBAC returns the ClusterRoles and ClusterRoleBindings OLM labelled as a CSV's, which
+// its csv-cleanup finalizer stands for, and whether the view is sure to hold all of them.
+func olmClusterRBAC(view *View, namespace, name string) ([]ObjectRef, string, bool) {
+	if !view.Observed(clusterRoles, "") || !view.Observed(clusterRoleBindings, "") {
+		return nil, "ClusterRoles and ClusterRoleBindings were not all listed: cannot tell what the csv-cleanup finalizer still guards", false
+	}
+	var refs []ObjectRef
+	var names []string
+	for _, gr := range []schema.GroupResource{clusterRoles, clusterRoleBindings} {
+		for _, obj := range view.List(gr) {
+			if ownedByCSV(obj, namespace, name) {
+				refs = append(refs, obj.Ref())
+				names = append(names, obj.Resource.Kind+" "+obj.Name)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil, "no ClusterRole or ClusterRoleBinding is labelled as this CSV's: nothing left for csv-cleanup to delete", true
+	}
+	return refs, fmt.Sprintf("released only after the RBAC OLM would have deleted is deleted (rule olm-rbac): %s", strings.Join(names, ", ")), true
+}
+
+// ownedByCSV reports whether OLM labelled obj as created for the CSV namespace/name.
+func ownedByCSV(obj *Object, namespace, name string) bool {
+	return obj.Labels["olm.owner.kind"] == "ClusterServiceVersion" && obj.Labels["olm.owner"] == name && obj.Labels["olm.owner.namespace"] == namespace
+}
+
+func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []verdict) Finding {
+	f := Finding{
+		Rule:   r.Name(),
+		Object: obj.Ref(),
+		Evidence: []string{fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
+			obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), r.MinAge)},
+	}
+	byDecision := map[decision][]verdict{}
+	for _, v := range verdicts {
+		byDecision[v.decision] = append(byDecision[v.decision], v)
+		f.Evidence = append(f.Evidence, v.evidence...)
+	}
+	switch {
+	case len(byDecision[orphaned]) > 0:
+		release := finalizerNames(byDecision[orphaned])
+		f.Severity = SeverityWarning
+		f.Reason = "operator gone; releasing " + strings.Join(release, ", ")
+		if kept := len(verdicts) - len(release); kept > 0 {
+			f.Reason += fmt.Sprintf(" (keeping %d other finalizers)", kept)
+		}
+		f.Action = RemoveFinalizers{Finalizers: release}
+		for _, v := range byDecision[orphaned] {
+			f.DependsOn = append(f.DependsOn, v.dependsOn...)
+		}
+	case len(byDecision[scaledDown]) > 0:
+		f.Severity = SeverityWarning
+		f.Reason = fmt.Sprintf("controller scaled to 0; scale it up instead of removing %s: %s",
+			strings.Join(finalizerNames(byDecision[scaledDown]), ", "), strings.Join(controllerNames(byDecision[scaledDown]), ", "))
+	case len(byDecision[alive]) > 0:
+		f.Severity = SeverityInfo
+		f.Reason = fmt.Sprintf("owner still present, it will release %s: %s",
+			strings.Join(finalizerNames(byDecision[alive]), ", "), ownerNames(byDecision[alive]))
+	default:
+		f.Severity = SeverityInfo
+		f.Reason = fmt.Sprintf("owner of %s unknown; not touched", strings.Join(finalizerNames(verdicts), ", "))
+	}
+	return f
+}
+
+func finalizerNames(verdicts []verdict) []string {
+	names := make([]string, 0, len(verdicts))
+	for _, v := range verdicts {
+		names = append(names, v.finalizer)
+	}
+	return names
+}
+
+func controllerNames(verdicts []verdict) []string {
+	var names []string
+	for _, v := range verdicts {
+		names = append(names, v.controllers...)
+	}
+	return names
+}
+
+// ownerNames names what keeps alive finalizers alive: their controllers, or the CRD's owner.
+func ownerNames(verdicts []verdict) string {
+	if names := controllerNames(verdicts); len(names) > 0 {
+		return strings.Join(names, ", ")
+	}
+	return verdicts[0].evidence[len(verdicts[0].evidence)-1]
+}

@@ -1,0 +1,320 @@
+package rules
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const (
+	syslogFinalizer    = "syslogngconfig.logging.banzaicloud.io/finalizer"
+	fluentdFinalizer   = "fluentdconfig.logging.banzaicloud.io/finalizer"
+	loggingOperatorSel = "app.kubernetes.io/name=logging-operator"
+)
+
+func loggingOperator(replicas int64, opts ...func(*Object)) *Object {
+	return workload(deployments, "logging", "logging-operator", replicas, append([]func(*Object){withLabels("app.kubernetes.io/name", "logging-operator")}, opts...)...)
+}
+
+func stuckSyslog(finalizers ...string) *Object {
+	return object(syslogNGs, "logging", "syslog-ng", terminatingFor(time.Hour, finalizers...))
+}
+
+func TestOrphanedFinalizersDecisions(t *testing.T) {
+	widgetCRD := "widgets.acme.io"
+	helmCRD := func() *Object {
+		return object(crds, "", widgetCRD, withLabels("app.kubernetes.io/managed-by", "Helm"),
+			withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "acme-system"))
+	}
+	stuckWidget := func(finalizers ...string) *Object {
+		return object(widgets, "shop", "w", terminatingFor(time.Hour, finalizers...))
+	}
+	tests := []struct {
+		name         string
+		coverage     Coverage
+		objects      []*Object
+		wantSeverity Severity
+		wantReason   string
+		wantAction   Action
+		wantEvidence []string // each must appear
+		wantNone     bool
+	}{
+		{
+			name:     "not terminating: nothing",
+			objects:  []*Object{object(syslogNGs, "logging", "s", func(o *Object) { o.Finalizers = []string{syslogFinalizer} })},
+			wantNone: true,
+		},
+		{
+			name:     "terminating for less than the threshold: nothing",
+			objects:  []*Object{object(syslogNGs, "logging", "s", terminatingFor(14*time.Minute, syslogFinalizer))},
+			wantNone: true,
+		},
+		{
+			name: "built-in finalizers only: nothing",
+			objects: []*Object{object(configMaps, "shop", "c", terminatingFor(time.Hour, "kubernetes", "orphan", "foregroundDeletion",
+				"kubernetes.io/pvc-protection", "customresourcecleanup.apiextensions.k8s.io", "service.kubernetes.io/load-balancer-cleanup", "batch.k8s.io/x"))},
+			wantNone: true,
+		},
+		{
+			name:         "mapped, no controller anywhere: orphaned",
+			objects:      []*Object{stuckSyslog(syslogFinalizer)},
+			wantSeverity: SeverityWarning,
+			wantReason:   "operator gone; releasing " + syslogFinalizer,
+			wantAction:   RemoveFinalizers{Finalizers: []string{syslogFinalizer}},
+			wantEvidence: []string{
+				syslogFinalizer + `: controller mapping "*.logging.banzaicloud.io/finalizer"`,
+				"no Deployment matches " + loggingOperatorSel + " in any namespace",
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+			},
+		},
+		{
+			name:         "mapped, controller running: left alone, the reason names it",
+			objects:      []*Object{stuckSyslog(syslogFinalizer), loggingOperator(1)},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release " + syslogFinalizer + ": Deployment logging/logging-operator",
+			wantEvidence: []string{"Deployment logging/logging-operator matches " + loggingOperatorSel + " in any namespace and runs (1 desired replicas)"},
+		},
+		{
+			name:         "mapped, controller scaled to 0: a warning, no action",
+			objects:      []*Object{stuckSyslog(syslogFinalizer), loggingOperator(0)},
+			wantSeverity: SeverityWarning,
+			wantReason:   "controller scaled to 0; scale it up instead of removing " + syslogFinalizer + ": Deployment logging/logging-operator",
+			wantEvidence: []string{"Deployment logging/logging-operator matches " + loggingOperatorSel + " in any namespace and is scaled to 0"},
+		},
+		{
+			name:         "mapped, controller being deleted: it may still run",
+			objects:      []*Object{stuckSyslog(syslogFinalizer), loggingOperator(1, terminatingFor(time.Minute))},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release " + syslogFinalizer + ": Deployment logging/logging-operator",
+		},
+		{
+			name:         "mapped, Deployments not listed everywhere: undecided",
+			coverage:     Coverage{Namespaces: []string{"logging"}},
+			objects:      []*Object{stuckSyslog(syslogFinalizer)},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner of " + syslogFinalizer + " unknown; not touched",
+			wantEvidence: []string{"Deployments matching " + loggingOperatorSel + " in any namespace were not all listed (filters or errors): cannot tell whether the controller runs"},
+		},
+		{
+			name:         "mapped, Deployment list failed: undecided",
+			coverage:     Coverage{Failed: []schema.GroupResource{deployments.GroupResource()}},
+			objects:      []*Object{stuckSyslog(syslogFinalizer)},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner of " + syslogFinalizer + " unknown; not touched",
+		},
+		{
+			name:         "orphaned next to built-in and unknown finalizers: only the orphaned one goes",
+			objects:      []*Object{stuckSyslog("kubernetes.io/pvc-protection", syslogFinalizer, "example.com/other")},
+			wantSeverity: SeverityWarning,
+			wantReason:   "operator gone; releasing " + syslogFinalizer + " (keeping 1 other finalizers)",
+			wantAction:   RemoveFinalizers{Finalizers: []string{syslogFinalizer}},
+			wantEvidence: []string{"example.com/other: no controller mapping matches"},
+		},
+		{
+			name:         "not mapped, not a custom resource: undecided",
+			objects:      []*Object{object(configMaps, "shop", "c", terminatingFor(time.Hour, "example.com/keep"))},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner of example.com/keep unknown; not touched",
+			wantEvidence: []string{"example.com/keep: no controller mapping matches", "configmaps is not a custom resource: no CRD to ask"},
+		},
+		{
+			name:         "CRD owned by a CSV: alive",
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD), csv("operators", "acme.v1", []string{widgetCRD})},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"CRD widgets.acme.io is owned by ClusterServiceVersion operators/acme.v1 (spec.customresourcedefinitions.owned)"},
+		},
+		{
+			name:         "CRD installed by OLM, no CSV owns it: orphaned",
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
+			wantSeverity: SeverityWarning,
+			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
+			wantEvidence: []string{"CRD widgets.acme.io has no owning ClusterServiceVersion", "CRD widgets.acme.io was installed by OLM (label operators.coreos.com/acme.operators)"},
+		},
+		{
+			name: "a copied CSV does not own the CRD",
+			objects: []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("olm.managed", "true")),
+				csv("shop", "acme.v1", []string{widgetCRD}, withLabels("olm.copiedFrom", "operators"))},
+			wantSeverity: SeverityWarning,
+			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
+		},
+		{
+			name:         "CRD installed by OLM, CSVs not listed: undecided",
+			coverage:     Coverage{Unlisted: []schema.GroupResource{csvs.GroupResource()}},
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"ClusterServiceVersions were not all listed: cannot tell whether one owns CRD widgets.acme.io"},
+		},
+		{
+			name:         "CRD of a Helm release that is installed: alive",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(secretsRes, "acme-system", "sh.helm.release.v1.acme.v3")},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is installed (Secret sh.helm.release.v1.acme.v3)"},
+		},
+		{
+			name:         "CRD of a Helm release that is uninstalled: orphaned",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(secretsRes, "acme-system", "sh.helm.release.v1.other.v1")},
+			wantSeverity: SeverityWarning,
+			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
+			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is uninstalled: no Secret sh.helm.release.v1.acme.v* in acme-system"},
+		},
+		{
+			name:         "CRD evidence under a namespace filter: CSVs elsewhere may own it",
+			coverage:     Coverage{Namespaces: []string{"shop"}},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"ClusterServiceVersions were not all listed: cannot tell whether one owns CRD widgets.acme.io"},
+		},
+		{
+			name:         "CRD of a Helm release, Secrets not listed: undecided",
+			coverage:     Coverage{Unlisted: []schema.GroupResource{secretsRes.GroupResource()}},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"Secrets in namespace acme-system were not listed: cannot look for Helm release acme"},
+		},
+		{
+			name:         "a finalizer outside the CRD's domain is never decided by the CRD",
+			objects:      []*Object{stuckWidget("backup.example.com/protect"), helmCRD()},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"backup.example.com/protect is not in the API domain of CRD widgets.acme.io: it may belong to another controller"},
+		},
+		{
+			name:         "a CRD without OLM or Helm metadata: undecided",
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD)},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"CRD widgets.acme.io has no OLM labels and no Helm ownership metadata"},
+		},
+		{
+			name: "a configured mapping wins over CRD evidence",
+			objects: []*Object{stuckSyslog(syslogFinalizer), loggingOperator(1),
+				object(crds, "", "syslogngconfigs.logging.banzaicloud.io", withLabels("operators.coreos.com/x.y", ""))},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release " + syslogFinalizer + ": Deployment logging/logging-operator",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
+			var findings []Finding
+			for _, f := range rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...)) {
+				findings = append(findings, f)
+			}
+			if tt.wantNone {
+				assert.Empty(t, findings)
+				return
+			}
+			require.Len(t, findings, 1)
+			f := findings[0]
+			assert.Equal(t, "orphaned-finalizers", f.Rule)
+			assert.Equal(t, tt.wantSeverity, f.Severity)
+			if tt.wantReason != "" {
+				assert.Equal(t, tt.wantReason, f.Reason)
+			}
+			assert.Equal(t, tt.wantAction, f.Action)
+			for _, e := range tt.wantEvidence {
+				assert.Contains(t, f.Evidence, e)
+			}
+		})
+	}
+}
+
+func TestOrphanedFinalizersControllerKinds(t *testing.T) {
+	daemonSet := func(desired int64) *Object {
+		return object(daemonSets, "acme", "agent", withContent(map[string]any{"status": map[string]any{"desiredNumberScheduled": desired}}))
+	}
+	owners := []FinalizerOwner{
+		{Pattern: "sts.acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Namespace: "acme", Name: "acme"}}},
+		{Pattern: "ds.acme.io/*", Controllers: []Controller{{Kind: "DaemonSet", Selector: "app=agent"}}},
+	}
+	tests := []struct {
+		name    string
+		objects []*Object
+		want    Severity
+		action  bool
+	}{
+		{"StatefulSet running", []*Object{workload(statefulSets, "acme", "acme", 2)}, SeverityInfo, false},
+		{"StatefulSet in another namespace does not count", []*Object{workload(statefulSets, "other", "acme", 2)}, SeverityWarning, true},
+		{"DaemonSet scheduled", []*Object{daemonSet(3)}, SeverityInfo, false},
+		{"DaemonSet scheduled nowhere", []*Object{daemonSet(0)}, SeverityWarning, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.objects {
+				withLabels("app", "agent")(tt.objects[i])
+			}
+			stuck := object(configMaps, "acme", "c", terminatingFor(time.Hour, "sts.acme.io/x", "ds.acme.io/y"))
+			if tt.objects[0].Resource == daemonSets {
+				stuck.Finalizers = []string{"ds.acme.io/y"}
+			} else {
+				stuck.Finalizers = []string{"sts.acme.io/x"}
+			}
+			findings := OrphanedFinalizers{Owners: owners}.Plan(context.Background(), viewWith(Coverage{}, append(tt.objects, stuck)...))
+			require.Len(t, findings, 1)
+			assert.Equal(t, tt.want, findings[0].Severity)
+			assert.Equal(t, tt.action, findings[0].Action != nil, findings[0].Reason)
+		})
+	}
+}
+
+// TestCSVCleanup covers F1: OLM scaled to 0 (a warning), and OLM uninstalled (the finalizer goes,
+// after the RBAC it stands for).
+func TestCSVCleanup(t *testing.T) {
+	stuckCSV := csv("operators", "etcd.v0.9.4", nil, terminatingFor(time.Hour, csvCleanupFinalizer))
+	rbacLabels := withLabels("olm.owner", "etcd.v0.9.4", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion")
+	role := object(clusterRolesRes, "", "etcd-role", rbacLabels)
+	binding := object(clusterRoleBindingsRes, "", "etcd-binding", rbacLabels)
+	otherRole := object(clusterRolesRes, "", "other", withLabels("olm.owner", "other.v1", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion"))
+	rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
+
+	t.Run("OLM scaled to 0", func(t *testing.T) {
+		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, binding,
+			workload(deployments, "olm", "olm-operator", 0), workload(deployments, "olm", "catalog-operator", 1)))
+		require.Len(t, findings, 1)
+		assert.Equal(t, SeverityWarning, findings[0].Severity)
+		assert.Equal(t, "controller scaled to 0; scale it up instead of removing operators.coreos.com/csv-cleanup: Deployment olm/olm-operator", findings[0].Reason)
+		assert.Nil(t, findings[0].Action, "catalog-operator running does not make csv-cleanup orphaned, nor alive")
+	})
+	t.Run("OLM uninstalled", func(t *testing.T) {
+		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, binding, otherRole))
+		require.Len(t, findings, 1)
+		f := findings[0]
+		assert.Equal(t, RemoveFinalizers{Finalizers: []string{csvCleanupFinalizer}}, f.Action)
+		assert.Equal(t, []ObjectRef{role.Ref(), binding.Ref()}, f.DependsOn)
+		assert.Contains(t, f.Evidence, "no Deployment matches name olm-operator in any namespace")
+		assert.Contains(t, f.Evidence, "released only after the RBAC OLM would have deleted is deleted (rule olm-rbac): ClusterRole etcd-role, ClusterRoleBinding etcd-binding")
+	})
+	t.Run("OLM uninstalled, no RBAC left", func(t *testing.T) {
+		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, otherRole))
+		require.Len(t, findings, 1)
+		assert.Equal(t, RemoveFinalizers{Finalizers: []string{csvCleanupFinalizer}}, findings[0].Action)
+		assert.Empty(t, findings[0].DependsOn)
+	})
+	t.Run("OLM uninstalled, ClusterRoles not listed", func(t *testing.T) {
+		findings := rule.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{clusterRolesRes.GroupResource()}}, stuckCSV))
+		require.Len(t, findings, 1)
+		assert.Nil(t, findings[0].Action)
+		assert.Equal(t, SeverityInfo, findings[0].Severity)
+	})
+}
+
+func TestBuiltIn(t *testing.T) {
+	for _, f := range []string{"kubernetes", "orphan", "foregroundDeletion", "kubernetes.io/pv-protection", "kubernetes.io/pvc-protection",
+		"customresourcecleanup.apiextensions.k8s.io", "batch.kubernetes.io/job-tracking", "k8s.io/x"} {
+		assert.True(t, builtIn(f), f)
+	}
+	for _, f := range []string{syslogFinalizer, "operators.coreos.com/csv-cleanup", "example.com/k8s.io", "notkubernetes.io/x", "finalizer",
+		"external-attacher/csi-hostpath"} {
+		assert.False(t, builtIn(f), f)
+	}
+}
+
+func TestSameDomain(t *testing.T) {
+	assert.True(t, sameDomain("logging.banzaicloud.io", "logging.banzaicloud.io"))
+	assert.True(t, sameDomain("syslogngconfig.logging.banzaicloud.io", "logging.banzaicloud.io"))
+	assert.True(t, sameDomain("acme.io", "cache.acme.io"))
+	assert.False(t, sameDomain("backup.example.com", "acme.io"))
+	assert.False(t, sameDomain("evilacme.io", "acme.io"))
+}
