@@ -62,7 +62,8 @@ data:
   currency: EUR
 `
 
-// DemoAlive is what a healthy cluster also has: nothing here is stuck.
+// DemoAlive is what is not Terminating: the namespaces, a healthy object, and the RBAC OLM made
+// for the CSV, which its csv-cleanup finalizer stands for.
 const DemoAlive = `
 apiVersion: v1
 kind: Namespace
@@ -86,6 +87,23 @@ metadata:
   namespace: shop
 data:
   theme: dark
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: etcdoperator.v0.9.4-7d9f8
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: operators, olm.owner.kind: ClusterServiceVersion}
+rules:
+- {apiGroups: [etcd.database.coreos.com], resources: [etcdclusters], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: etcdoperator.v0.9.4-7d9f8
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: operators, olm.owner.kind: ClusterServiceVersion}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: etcdoperator.v0.9.4-7d9f8}
+subjects:
+- {kind: ServiceAccount, name: etcd-operator, namespace: operators}
 `
 
 // SeedDemo creates the demo's debris and leaves it Terminating. The logging namespace is deleted

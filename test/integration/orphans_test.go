@@ -1,0 +1,467 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// The field cases walk the whole cluster, as the sweeper does: whether an operator is gone can
+// only be told from every namespace. Their clock is an hour ahead, past --min-terminating-age.
+
+const (
+	syslogNGFinalizer  = "syslogngconfig.logging.banzaicloud.io/finalizer"
+	fluentdFinalizer   = "fluentdconfig.logging.banzaicloud.io/finalizer"
+	telemetryFinalizer = "telemetrycontroller.logging.banzaicloud.io/finalizer"
+	csvCleanup         = "operators.coreos.com/csv-cleanup"
+)
+
+// f4Debris is what `helm uninstall` of logging-operator leaves behind (F4).
+const f4Debris = `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: Logging
+metadata:
+  name: NAMESPACE
+  finalizers:
+  - fluentdconfig.logging.banzaicloud.io/finalizer
+  - syslogngconfig.logging.banzaicloud.io/finalizer
+  - telemetrycontroller.logging.banzaicloud.io/finalizer
+spec: {controlNamespace: NAMESPACE}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: syslog-ng, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: FluentdConfig
+metadata: {name: fluentd, namespace: NAMESPACE, finalizers: [fluentdconfig.logging.banzaicloud.io/finalizer]}
+`
+
+// loggingOperator is the Deployment the logging-operator chart installs.
+const loggingOperator = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: logging-operator
+  namespace: NAMESPACE
+  labels: {app.kubernetes.io/name: logging-operator, app.kubernetes.io/instance: logging-operator}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app.kubernetes.io/name: logging-operator}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: logging-operator}}
+    spec: {containers: [{name: logging-operator, image: ghcr.io/kube-logging/logging-operator:5.0.0}]}
+`
+
+func deployment(manifest string, replicas string) string {
+	return strings.ReplaceAll(manifest, "REPLICAS", replicas)
+}
+
+// sweepOptions walk the whole cluster with every rule and apply.
+func sweepOptions() sweeper.Options {
+	opts := testOptions("")
+	opts.DryRun = sweeper.DryRunNone
+	return opts
+}
+
+// sweep runs the configured rules an hour from now.
+func sweep(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
+	t.Helper()
+	ruleSet, err := opts.RuleSet()
+	require.NoError(t, err)
+	return newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), ruleSet...).Run(context.Background())
+}
+
+// ruleFindings returns the findings of rule about objects in namespace, or named namespace.
+func ruleFindings(report *sweeper.Report, rule, namespace string) []sweeper.FindingResult {
+	var out []sweeper.FindingResult
+	for _, f := range report.Findings {
+		if f.Rule == rule && (f.Object.Namespace == namespace || f.Object.Name == namespace || slices.Contains([]string{namespace + "-role", namespace + "-binding"}, f.Object.Name)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func byKind(findings []sweeper.FindingResult) map[string]sweeper.FindingResult {
+	out := map[string]sweeper.FindingResult{}
+	for _, f := range findings {
+		out[f.Object.Kind] = f
+	}
+	return out
+}
+
+func current(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	got, err := testCluster.Get(context.Background(), obj)
+	require.NoError(t, err)
+	return got
+}
+
+// TestF4LoggingOperatorUninstalled: Logging and its configs keep logging-operator's finalizers
+// after `helm uninstall`, their namespace hangs Terminating. Released, gone, and a second run has
+// nothing left to do.
+func TestF4LoggingOperatorUninstalled(t *testing.T) {
+	ns := newNamespace(t)
+	debris := terminate(t, ns, f4Debris)
+	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
+
+	// --dry-run=server sends the writes and changes nothing.
+	serverOpts := sweepOptions()
+	serverOpts.DryRun = sweeper.DryRunServer
+	report := sweep(t, serverOpts, nil)
+	for _, f := range ruleFindings(report, "orphaned-finalizers", ns) {
+		assert.Equal(t, sweeper.OutcomeDryRun, f.Outcome, "%s %s", f.Object.Kind, f.Error)
+	}
+	for _, obj := range debris {
+		assert.NotNil(t, current(t, obj), "%s survives a server-side dry run", obj.GetKind())
+	}
+
+	report = sweep(t, sweepOptions(), nil)
+	findings := byKind(ruleFindings(report, "orphaned-finalizers", ns))
+	require.Len(t, findings, 3)
+	want := map[string][]string{
+		"Logging":        {fluentdFinalizer, syslogNGFinalizer, telemetryFinalizer},
+		"SyslogNGConfig": {syslogNGFinalizer},
+		"FluentdConfig":  {fluentdFinalizer},
+	}
+	for kind, finalizers := range want {
+		f := findings[kind]
+		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
+		assert.Equal(t, "warning", string(f.Severity))
+		require.NotNil(t, f.Action)
+		assert.Equal(t, "RemoveFinalizers", f.Action.Type)
+		assert.Equal(t, finalizers, f.Action.Finalizers)
+		assert.Contains(t, f.Evidence, "no Deployment matches app.kubernetes.io/name=logging-operator in any namespace")
+	}
+	for _, obj := range debris {
+		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
+	}
+
+	second := sweep(t, sweepOptions(), nil)
+	assert.Empty(t, ruleFindings(second, "orphaned-finalizers", ns))
+	assert.Zero(t, second.Summary.Applied, "a second run applies nothing")
+}
+
+// TestF4OperatorStillRunning: the same debris with logging-operator running is left alone, and
+// the finding names the controller.
+func TestF4OperatorStillRunning(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, ns, deployment(loggingOperator, "1"))
+	debris := terminate(t, ns, f4Debris)
+
+	report := sweep(t, sweepOptions(), nil)
+
+	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, findings, 3)
+	for _, f := range findings {
+		assert.Nil(t, f.Action, "%s: no action", f.Object.Kind)
+		assert.Equal(t, "info", string(f.Severity))
+		assert.Contains(t, f.Reason, "Deployment "+ns+"/logging-operator")
+	}
+	for _, obj := range debris {
+		got := current(t, obj)
+		require.NotNil(t, got)
+		assert.Equal(t, obj.GetFinalizers(), got.GetFinalizers())
+	}
+}
+
+// f1Debris is a CSV left Terminating on OLM's cleanup finalizer, and the RBAC OLM made for it.
+const f1CSV = `
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: etcdoperator.v0.9.4
+  namespace: NAMESPACE
+  finalizers: [operators.coreos.com/csv-cleanup]
+  labels: {operators.coreos.com/etcd.NAMESPACE: ""}
+spec:
+  displayName: etcd
+  install: {strategy: deployment, spec: {deployments: []}}
+`
+
+const f1RBAC = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: NAMESPACE-role
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
+rules: [{apiGroups: [etcd.database.coreos.com], resources: [etcdclusters], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: NAMESPACE-binding
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: NAMESPACE-role}
+subjects: [{kind: ServiceAccount, name: etcd-operator, namespace: NAMESPACE}]
+`
+
+const olmOperator = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: olm-operator, namespace: NAMESPACE, labels: {app: olm-operator}}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: olm-operator}}
+  template:
+    metadata: {labels: {app: olm-operator}}
+    spec: {containers: [{name: olm-operator, image: quay.io/operator-framework/olm:v0.28.0}]}
+`
+
+// TestF1OLMScaledToZero: olm-operator exists with replicas 0. The CSV is not orphaned: a
+// warning, and nothing is touched.
+func TestF1OLMScaledToZero(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, ns, deployment(olmOperator, "0"))
+	rbac := create(t, ns, f1RBAC)
+	csv := terminate(t, ns, f1CSV)[0]
+	opts := sweepOptions()
+	opts.RuleSettings.OLMRBAC.Delete = true
+
+	report := sweep(t, opts, nil)
+
+	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, findings, 1)
+	assert.Equal(t, "warning", string(findings[0].Severity))
+	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+csvCleanup+": Deployment "+ns+"/olm-operator", findings[0].Reason)
+	assert.Nil(t, findings[0].Action)
+	assert.Empty(t, ruleFindings(report, "olm-rbac", ns), "OLM will clean up its RBAC when it is back")
+	assert.Equal(t, []string{csvCleanup}, current(t, csv).GetFinalizers())
+	for _, obj := range rbac {
+		assert.NotNil(t, current(t, obj), "%s untouched", obj.GetKind())
+	}
+}
+
+// TestF1OLMUninstalled: no olm-operator anywhere. The RBAC the finalizer stood for is deleted
+// first, then the finalizer is released.
+func TestF1OLMUninstalled(t *testing.T) {
+	ns := newNamespace(t)
+	rbac := create(t, ns, f1RBAC)
+	csv := terminate(t, ns, f1CSV)[0]
+	opts := sweepOptions()
+	opts.RuleSettings.OLMRBAC.Delete = true
+	rec := &recorder{}
+
+	report := sweep(t, opts, rec)
+
+	rbacFindings := byKind(ruleFindings(report, "olm-rbac", ns))
+	require.Len(t, rbacFindings, 2)
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		f := rbacFindings[kind]
+		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
+		assert.Equal(t, "Delete", f.Action.Type)
+		assert.Equal(t, "ClusterServiceVersion "+ns+"/etcdoperator.v0.9.4 is terminating and OLM is gone; its RBAC is left behind", f.Reason)
+	}
+	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, csvFindings, 1)
+	assert.Equal(t, sweeper.OutcomeApplied, csvFindings[0].Outcome, csvFindings[0].Error)
+	assert.Equal(t, []string{csvCleanup}, csvFindings[0].Action.Finalizers)
+
+	for _, obj := range append(rbac, csv) {
+		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
+	}
+	// The order of the writes: both deletes (in resource order, the binding before the role it
+	// binds), then the patch.
+	var writes []string
+	rec.mu.Lock()
+	for _, req := range rec.requests {
+		if req.Method == "DELETE" || req.Method == "PATCH" {
+			writes = append(writes, req.Method+" "+req.Path)
+		}
+	}
+	rec.mu.Unlock()
+	assert.Equal(t, []string{
+		"DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" + ns + "-binding",
+		"DELETE /apis/rbac.authorization.k8s.io/v1/clusterroles/" + ns + "-role",
+		"PATCH /apis/operators.coreos.com/v1alpha1/namespaces/" + ns + "/clusterserviceversions/etcdoperator.v0.9.4",
+	}, writes)
+}
+
+// TestF1WithoutOptIn: without rules.olm-rbac.delete the RBAC stays, and so does the finalizer
+// that stands for it.
+func TestF1WithoutOptIn(t *testing.T) {
+	ns := newNamespace(t)
+	rbac := create(t, ns, f1RBAC)
+	csv := terminate(t, ns, f1CSV)[0]
+
+	report := sweep(t, sweepOptions(), nil)
+
+	for _, f := range ruleFindings(report, "olm-rbac", ns) {
+		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
+		assert.Equal(t, "opt-in: set rules.olm-rbac.delete to act", f.Error)
+	}
+	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, csvFindings, 1)
+	assert.Equal(t, sweeper.OutcomeSkipped, csvFindings[0].Outcome)
+	assert.Equal(t, "dependency: ClusterRole.rbac.authorization.k8s.io "+ns+"-role was not acted on first", csvFindings[0].Error)
+	assert.Equal(t, []string{csvCleanup}, current(t, csv).GetFinalizers())
+	for _, obj := range rbac {
+		assert.NotNil(t, current(t, obj))
+	}
+}
+
+// TestOnlyTheOrphanedFinalizerIsRemoved: an orphaned, a built-in and a live finalizer on one
+// object; the live one is served by a controller from a config-file mapping.
+func TestOnlyTheOrphanedFinalizerIsRemoved(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, ns, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: live-operator, namespace: NAMESPACE}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: live}}
+  template:
+    metadata: {labels: {app: live}}
+    spec: {containers: [{name: c, image: busybox}]}
+`)
+	obj := terminate(t, ns, `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata:
+  name: mixed
+  namespace: NAMESPACE
+  finalizers: [kubernetes, syslogngconfig.logging.banzaicloud.io/finalizer, live.test.operator-sweeper.io/keep]
+`)[0]
+	opts := sweepOptions()
+	opts.Finalizers = []rules.FinalizerOwner{{Pattern: "live.test.operator-sweeper.io/*", Controllers: []rules.Controller{{Kind: "Deployment", Namespace: ns, Name: "live-operator"}}}}
+
+	report := sweep(t, opts, nil)
+
+	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, findings, 1)
+	assert.Equal(t, sweeper.OutcomeApplied, findings[0].Outcome, findings[0].Error)
+	assert.Equal(t, []string{syslogNGFinalizer}, findings[0].Action.Finalizers)
+	assert.Equal(t, []string{"kubernetes", "live.test.operator-sweeper.io/keep"}, current(t, obj).GetFinalizers())
+}
+
+func TestYoungAndUndecidableObjectsAreNotTouched(t *testing.T) {
+	ns := newNamespace(t)
+	young := terminate(t, ns, `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: young, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+`)[0]
+	// Now, not an hour ahead: the object is seconds old.
+	ruleSet, err := sweepOptions().RuleSet()
+	require.NoError(t, err)
+	report := newEngine(t, sweepOptions(), nil, nil, ruleSet...).Run(context.Background())
+	assert.Empty(t, ruleFindings(report, "orphaned-finalizers", ns))
+	assert.Equal(t, []string{syslogNGFinalizer}, current(t, young).GetFinalizers())
+
+	mystery := terminate(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: mystery, namespace: NAMESPACE, finalizers: [mystery.example.com/hold]}
+`)[0]
+	report = sweep(t, sweepOptions(), nil)
+	var findings []sweeper.FindingResult
+	for _, f := range ruleFindings(report, "orphaned-finalizers", ns) {
+		if f.Object.Name == "mystery" {
+			findings = append(findings, f)
+		}
+	}
+	require.Len(t, findings, 1)
+	assert.Equal(t, "info", string(findings[0].Severity))
+	assert.Equal(t, "owner of mystery.example.com/hold unknown; not touched", findings[0].Reason)
+	assert.Nil(t, findings[0].Action)
+	assert.Contains(t, findings[0].Evidence, "configmaps is not a custom resource: no CRD to ask")
+	assert.Equal(t, []string{"mystery.example.com/hold"}, current(t, mystery).GetFinalizers())
+}
+
+func TestMaxActionsWithThreeOrphans(t *testing.T) {
+	ns := newNamespace(t)
+	terminate(t, ns, `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: a, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: b, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: c, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+`)
+	opts := sweepOptions()
+	opts.MaxActions = 1
+
+	report := sweep(t, opts, nil)
+
+	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, findings, 3)
+	assert.Equal(t, map[string]sweeper.Outcome{"a": sweeper.OutcomeApplied, "b": sweeper.OutcomeSkipped, "c": sweeper.OutcomeSkipped}, outcomes(findings))
+	assert.Equal(t, "limit: --max-actions=1 reached", findings[1].Error)
+	assert.Equal(t, 1, report.Summary.Applied)
+	assert.Equal(t, 2, report.Summary.Skipped)
+}
+
+// raceBeforeApply is orphaned-finalizers with a concurrent actor: right after the first plan, before
+// anything is applied, race changes the cluster.
+type raceBeforeApply struct {
+	rules.OrphanedFinalizers
+	race  func()
+	raced bool
+}
+
+func (r *raceBeforeApply) Plan(ctx context.Context, view *rules.View) []rules.Finding {
+	findings := r.OrphanedFinalizers.Plan(ctx, view)
+	if !r.raced {
+		r.raced = true
+		r.race()
+	}
+	return findings
+}
+
+// TestFinalizersChangeBetweenPlanAndApply: another controller releases its own finalizer after
+// the sweeper observed the object. The patch's precondition fails, the object is re-read and
+// re-planned, and the result is right: the orphaned finalizer gone, the other controller's
+// choice kept, nothing re-added.
+func TestFinalizersChangeBetweenPlanAndApply(t *testing.T) {
+	ns := newNamespace(t)
+	obj := terminate(t, ns, `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata:
+  name: raced
+  namespace: NAMESPACE
+  finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer, b.example.com/hold, c.example.com/hold]
+`)[0]
+	opts := sweepOptions()
+	opts.Rules = []string{"orphaned-finalizers"}
+	rule := &raceBeforeApply{
+		OrphanedFinalizers: rules.OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: rules.DefaultFinalizerOwners()},
+		race: func() {
+			client, _, err := testCluster.Resource(obj)
+			require.NoError(t, err)
+			_, err = client.Patch(context.Background(), "raced", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/1"}]`), metav1.PatchOptions{})
+			require.NoError(t, err)
+		},
+	}
+	rec := &recorder{}
+
+	report := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), rule).Run(context.Background())
+
+	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	require.Len(t, findings, 1)
+	f := findings[0]
+	assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
+	assert.Equal(t, []string{syslogNGFinalizer}, f.Action.Finalizers)
+	assert.Contains(t, f.Evidence, "the object changed after it was observed; it was re-read and re-planned before acting")
+	assert.Equal(t, []string{"c.example.com/hold"}, current(t, obj).GetFinalizers())
+	assert.Len(t, rec.matching("PATCH", "/syslogngconfigs/raced$"), 2, "the first patch lost the race")
+}
