@@ -60,6 +60,10 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"config unknown key", []string{"--config", writeFile(t, "c.yaml", "dryrun: none\n")}, `unknown field "dryrun"`},
 		{"config bad YAML", []string{"--config", writeFile(t, "c.yaml", "qps: [1\n")}, "yaml: line"},
 		{"config missing", []string{"--config", "/nonexistent/config.yaml"}, "--config: open /nonexistent/config.yaml"},
+		{"config bad finalizer pattern", []string{"--config", writeFile(t, "c.yaml", "finalizers: [{pattern: '[x', controllers: [{kind: Deployment, name: x}]}]\n")},
+			`config: finalizers[0].pattern "[x" is not a valid glob`},
+		{"config bad selector", []string{"--config", writeFile(t, "c.yaml", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a b'}]}]\n")},
+			`config: finalizers[0].controllers[0].selector "a b"`},
 		{"report file directory", []string{"--kubeconfig", kubeconfig, "--report-file", "/nonexistent/dir/report.json"}, "--report-file"},
 		{"unreachable server", []string{"--kubeconfig", kubeconfig}, "cannot reach the API server at https://127.0.0.1:1"},
 	}
