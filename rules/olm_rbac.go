@@ -38,6 +38,7 @@ func (OLMRBAC) ReadsContent() []schema.GroupResource { return workloadResources(
 func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	olm, mapped := ownerOf(r.Owners, csvCleanupFinalizer)
+	var olmStatus *controllerStatus // looked up once, if a CSV is terminating
 	for _, gr := range olmRBACResources {
 		for _, obj := range view.List(gr) {
 			csvName, csvNamespace := obj.Labels["olm.owner"], obj.Labels["olm.owner.namespace"]
@@ -58,13 +59,16 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 			case !mapped:
 				continue // nobody said which controller is OLM
 			default:
-				status := controllersOf(view, olm)
-				if status.liveness != gone {
+				if olmStatus == nil {
+					status := controllersOf(view, olm)
+					olmStatus = &status
+				}
+				if olmStatus.liveness != gone {
 					continue // OLM runs, is scaled to 0 (orphaned-finalizers warns), or cannot be seen
 				}
 				reason = fmt.Sprintf("ClusterServiceVersion %s/%s is terminating and OLM is gone", csvNamespace, csvName)
 				evidence = append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s is terminating, waiting on %s", csvNamespace, csvName, csvCleanupFinalizer))
-				evidence = append(evidence, status.evidence...)
+				evidence = append(evidence, olmStatus.evidence...)
 			}
 			f := Finding{
 				Rule:     r.Name(),

@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,15 +69,73 @@ type verdict struct {
 	finalizer string
 	decision  decision
 	evidence  []string
-	// controllers are the workloads found for an alive or scaled-down finalizer.
-	controllers []string
+	// owners keep an alive or scaled-down finalizer: "Deployment olm/olm-operator",
+	// "ClusterServiceVersion operators/etcd.v0.9.4", "Helm release logging/logging-operator".
+	owners []string
 	// dependsOn are objects to delete before an orphaned finalizer may be released.
 	dependsOn []ObjectRef
+}
+
+// facts caches what one Plan asks of the view for many objects: each controller mapping's
+// status, the CSVs owning each CRD, the Helm release Secrets.
+type facts struct {
+	view        *View
+	controllers map[string]controllerStatus // by mapping pattern
+	csvOwners   map[string][]string         // by CRD name, built on first use
+	releases    map[string]string           // by "namespace/release": its Secret, or ""
+}
+
+func (f *facts) controllersOf(owner FinalizerOwner) controllerStatus {
+	status, ok := f.controllers[owner.Pattern]
+	if !ok {
+		status = controllersOf(f.view, owner)
+		f.controllers[owner.Pattern] = status
+	}
+	return status
+}
+
+// owningCSVs names the ClusterServiceVersions (not OLM's copies in other namespaces) that own a CRD.
+func (f *facts) owningCSVs(crdName string) []string {
+	if f.csvOwners == nil {
+		f.csvOwners = map[string][]string{}
+		for _, csv := range f.view.List(clusterServiceVersions) {
+			if _, copied := csv.Labels["olm.copiedFrom"]; copied {
+				continue
+			}
+			owned, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", "owned")
+			for _, o := range owned {
+				if m, ok := o.(map[string]any); ok {
+					if name, ok := m["name"].(string); ok {
+						f.csvOwners[name] = append(f.csvOwners[name], "ClusterServiceVersion "+csv.Namespace+"/"+csv.Name)
+					}
+				}
+			}
+		}
+	}
+	return f.csvOwners[crdName]
+}
+
+// releaseSecret returns the Secret that records a Helm release, or "".
+func (f *facts) releaseSecret(namespace, release string) string {
+	key := namespace + "/" + release
+	secret, ok := f.releases[key]
+	if !ok {
+		prefix := "sh.helm.release.v1." + release + ".v"
+		for _, s := range f.view.List(secrets) {
+			if s.Namespace == namespace && strings.HasPrefix(s.Name, prefix) {
+				secret = s.Name
+				break
+			}
+		}
+		f.releases[key] = secret
+	}
+	return secret
 }
 
 // Plan implements Rule.
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
+	facts := &facts{view: view, controllers: map[string]controllerStatus{}, releases: map[string]string{}}
 	for obj := range view.Objects() {
 		if obj.DeletionTimestamp == nil {
 			continue
@@ -87,7 +147,7 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
 			if !builtIn(f) {
-				verdicts = append(verdicts, r.decide(view, obj, f))
+				verdicts = append(verdicts, r.decide(facts, obj, f))
 			}
 		}
 		if len(verdicts) > 0 {
@@ -97,18 +157,25 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	return findings
 }
 
-func (r OrphanedFinalizers) decide(view *View, obj *Object, finalizer string) verdict {
+func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) verdict {
 	v := verdict{finalizer: finalizer}
 	if owner, ok := ownerOf(r.Owners, finalizer); ok {
-		status := controllersOf(view, owner)
+		status := facts.controllersOf(owner)
 		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, owner.Pattern)}, status.evidence...)
-		v.controllers = status.names
-		v.decision = map[liveness]decision{unknown: undecided, gone: orphaned, scaledToZero: scaledDown, running: alive}[status.liveness]
+		v.owners = status.names
+		switch status.liveness {
+		case running:
+			v.decision = alive
+		case scaledToZero:
+			v.decision = scaledDown
+		case gone:
+			v.decision = orphaned
+		}
 	} else {
-		v.decision, v.evidence = decideByCRD(view, obj, finalizer)
+		v.decision, v.evidence, v.owners = decideByCRD(facts, obj, finalizer)
 	}
 	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == clusterServiceVersions {
-		guarded, evidence, known := olmClusterRBAC(view, obj.Namespace, obj.Name)
+		guarded, evidence, known := olmClusterRBAC(facts.view, obj.Namespace, obj.Name)
 		v.evidence = append(v.evidence, evidence)
 		if !known {
 			v.decision = undecided
@@ -119,45 +186,45 @@ func (r OrphanedFinalizers) decide(view *View, obj *Object, finalizer string) ve
 }
 
 // decideByCRD asks the object's CRD who installed it, and whether that installer is still there.
-func decideByCRD(view *View, obj *Object, finalizer string) (decision, []string) {
+// It returns the decision, the evidence, and who keeps the finalizer alive.
+func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []string, []string) {
+	view := facts.view
 	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
 	group := obj.Resource.Group
 	crdName := obj.Resource.Resource + "." + group
 	crd, ok := view.Get(customResourceDefinitions, "", crdName)
 	if group == "" || !ok {
-		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}, nil
 	}
 	domain, _, _ := strings.Cut(finalizer, "/")
 	if !sameDomain(domain, group) {
-		return undecided, []string{noMapping, fmt.Sprintf("%s is not in the API domain of CRD %s: it may belong to another controller", finalizer, crdName)}
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not in the API domain of CRD %s: it may belong to another controller", finalizer, crdName)}, nil
 	}
 	evidence := []string{noMapping}
 
 	if !view.Observed(clusterServiceVersions, "") {
-		return undecided, append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName)
+		return undecided, append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName), nil
 	}
-	if owners := owningCSVs(view, crdName); len(owners) > 0 {
-		return alive, append(evidence, fmt.Sprintf("CRD %s is owned by ClusterServiceVersion %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", ")))
+	if owners := facts.owningCSVs(crdName); len(owners) > 0 {
+		return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners
 	}
 	evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
 
 	if label, ok := olmLabel(crd); ok {
-		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s)", crdName, label))
+		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s)", crdName, label)), nil
 	}
 	release, releaseNamespace := crd.Annotations["meta.helm.sh/release-name"], crd.Annotations["meta.helm.sh/release-namespace"]
 	if crd.Labels["app.kubernetes.io/managed-by"] != "Helm" || release == "" || releaseNamespace == "" {
-		return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName))
+		return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil
 	}
-	prefix := "sh.helm.release.v1." + release + ".v"
 	if !view.Observed(secrets, releaseNamespace) {
-		return undecided, append(evidence, fmt.Sprintf("Secrets in namespace %s were not listed: cannot look for Helm release %s", releaseNamespace, release))
+		return undecided, append(evidence, fmt.Sprintf("Secrets in namespace %s were not listed: cannot look for Helm release %s", releaseNamespace, release)), nil
 	}
-	for _, s := range view.List(secrets) {
-		if s.Namespace == releaseNamespace && strings.HasPrefix(s.Name, prefix) {
-			return alive, append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s, which is installed (Secret %s)", crdName, releaseNamespace, release, s.Name))
-		}
+	helmRelease := fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)
+	if secret := facts.releaseSecret(releaseNamespace, release); secret != "" {
+		return alive, append(evidence, fmt.Sprintf("CRD %s belongs to %s, which is installed (Secret %s)", crdName, helmRelease, secret)), []string{helmRelease}
 	}
-	return orphaned, append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s, which is uninstalled: no Secret %s* in %s", crdName, releaseNamespace, release, prefix, releaseNamespace))
+	return orphaned, append(evidence, fmt.Sprintf("CRD %s belongs to %s, which is uninstalled: no Secret sh.helm.release.v1.%s.v* in %s", crdName, helmRelease, release, releaseNamespace)), nil
 }
 
 // sameDomain reports whether a finalizer's domain and an API group are the same DNS name or one
@@ -166,27 +233,9 @@ func sameDomain(a, b string) bool {
 	return a == b || strings.HasSuffix(a, "."+b) || strings.HasSuffix(b, "."+a)
 }
 
-// owningCSVs names the ClusterServiceVersions (not OLM's copies in other namespaces) that own a CRD.
-func owningCSVs(view *View, crdName string) []string {
-	var owners []string
-	for _, csv := range view.List(clusterServiceVersions) {
-		if _, copied := csv.Labels["olm.copiedFrom"]; copied {
-			continue
-		}
-		owned, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", "owned")
-		for _, o := range owned {
-			if m, ok := o.(map[string]any); ok && m["name"] == crdName {
-				owners = append(owners, csv.Namespace+"/"+csv.Name)
-				break
-			}
-		}
-	}
-	return owners
-}
-
-// olmLabel returns a label by which OLM marks what it installed.
+// olmLabel returns the first (in order) label by which OLM marks what it installed.
 func olmLabel(obj *Object) (string, bool) {
-	for key := range obj.Labels {
+	for _, key := range slices.Sorted(maps.Keys(obj.Labels)) {
 		if strings.HasPrefix(key, "operators.coreos.com/") || key == "olm.owner" || key == "olm.managed" {
 			return key, true
 		}
@@ -248,11 +297,11 @@ func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []v
 	case len(byDecision[scaledDown]) > 0:
 		f.Severity = SeverityWarning
 		f.Reason = fmt.Sprintf("controller scaled to 0; scale it up instead of removing %s: %s",
-			strings.Join(finalizerNames(byDecision[scaledDown]), ", "), strings.Join(controllerNames(byDecision[scaledDown]), ", "))
+			strings.Join(finalizerNames(byDecision[scaledDown]), ", "), strings.Join(ownerNames(byDecision[scaledDown]), ", "))
 	case len(byDecision[alive]) > 0:
 		f.Severity = SeverityInfo
 		f.Reason = fmt.Sprintf("owner still present, it will release %s: %s",
-			strings.Join(finalizerNames(byDecision[alive]), ", "), ownerNames(byDecision[alive]))
+			strings.Join(finalizerNames(byDecision[alive]), ", "), strings.Join(ownerNames(byDecision[alive]), ", "))
 	default:
 		f.Severity = SeverityInfo
 		f.Reason = fmt.Sprintf("owner of %s unknown; not touched", strings.Join(finalizerNames(verdicts), ", "))
@@ -268,18 +317,15 @@ func finalizerNames(verdicts []verdict) []string {
 	return names
 }
 
-func controllerNames(verdicts []verdict) []string {
+// ownerNames lists, once each, who keeps the verdicts' finalizers.
+func ownerNames(verdicts []verdict) []string {
 	var names []string
 	for _, v := range verdicts {
-		names = append(names, v.controllers...)
+		for _, o := range v.owners {
+			if !slices.Contains(names, o) {
+				names = append(names, o)
+			}
+		}
 	}
 	return names
-}
-
-// ownerNames names what keeps alive finalizers alive: their controllers, or the CRD's owner.
-func ownerNames(verdicts []verdict) string {
-	if names := controllerNames(verdicts); len(names) > 0 {
-		return strings.Join(names, ", ")
-	}
-	return verdicts[0].evidence[len(verdicts[0].evidence)-1]
 }

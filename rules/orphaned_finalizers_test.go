@@ -125,6 +125,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			name:         "CRD owned by a CSV: alive",
 			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD), csv("operators", "acme.v1", []string{widgetCRD})},
 			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release acme.io/cleanup: ClusterServiceVersion operators/acme.v1",
 			wantEvidence: []string{"CRD widgets.acme.io is owned by ClusterServiceVersion operators/acme.v1 (spec.customresourcedefinitions.owned)"},
 		},
 		{
@@ -152,6 +153,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			name:         "CRD of a Helm release that is installed: alive",
 			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(secretsRes, "acme-system", "sh.helm.release.v1.acme.v3")},
 			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release cleanup.acme.io/finalizer: Helm release acme-system/acme",
 			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is installed (Secret sh.helm.release.v1.acme.v3)"},
 		},
 		{
