@@ -39,19 +39,24 @@ var workloads = map[string]schema.GroupResource{
 	"DaemonSet":   {Group: "apps", Resource: "daemonsets"},
 }
 
-// DefaultFinalizerOwners are the controller mappings operator-sweeper ships: OLM v0, OLM v1 and
-// logging-operator. A config file's entries come first, and replace a default of the same pattern.
+// DefaultFinalizerOwners are the controller mappings operator-sweeper ships, checked against the
+// upstream sources: logging-operator (its chart labels the Deployment
+// app.kubernetes.io/name=logging-operator), OLM v0 (olm-operator alone adds and removes
+// operators.coreos.com/csv-cleanup) and OLM v1 (catalogd owns ClusterCatalog's
+// delete-server-cache, formerly under catalogd.operatorframework.io; operator-controller the
+// rest of olm.operatorframework.io). A config file's entries come first, and replace a default of
+// the same pattern.
 func DefaultFinalizerOwners() []FinalizerOwner {
 	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
+	catalogd := Controller{Kind: "Deployment", Name: "catalogd-controller-manager"}
 	return []FinalizerOwner{
 		{Pattern: "*.logging.banzaicloud.io/finalizer", Controllers: []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}}},
-		// The CSV cleanup finalizer is olm-operator's alone; catalog-operator running does not help.
 		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}},
+		// No other OLM v0 finalizer exists today; should one appear, either component may own it.
 		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}},
-		{Pattern: "olm.operatorframework.io/*", Controllers: []Controller{
-			{Kind: "Deployment", Name: "operator-controller-controller-manager"},
-			{Kind: "Deployment", Name: "catalogd-controller-manager"},
-		}},
+		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: []Controller{catalogd}},
+		{Pattern: "catalogd.operatorframework.io/*", Controllers: []Controller{catalogd}},
+		{Pattern: "olm.operatorframework.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}}},
 	}
 }
 

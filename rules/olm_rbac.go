@@ -3,16 +3,19 @@ package rules
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// OLMRBAC deletes the RBAC OLM v0 created for a ClusterServiceVersion and would have deleted with
-// it (F1): ClusterRoles, ClusterRoleBindings, Roles and RoleBindings labelled
-// olm.owner=<csv>, olm.owner.namespace=<namespace>, olm.owner.kind=ClusterServiceVersion, whose
-// CSV no longer exists, or is terminating while OLM is gone. While OLM runs, or is scaled to 0,
-// it is OLM's job. Deleting is opt-in (Delete, rules.olm-rbac.delete); without it the findings
-// are reported as skipped.
+// OLMRBAC deletes what OLM v0 created for a ClusterServiceVersion and would have deleted with it
+// (F1): ClusterRoles, ClusterRoleBindings, Mutating- and ValidatingWebhookConfigurations (what
+// OLM's csv-cleanup finalizer deletes; a leftover webhook can block API requests), and Roles and
+// RoleBindings, labelled olm.owner=<csv>, olm.owner.namespace=<namespace>,
+// olm.owner.kind=ClusterServiceVersion, whose CSV no longer exists, or is terminating while OLM is
+// gone. While OLM runs, or is scaled to 0, it is OLM's job. Deleting is opt-in (Delete,
+// rules.olm-rbac.delete); without it the findings are reported as skipped.
 type OLMRBAC struct {
 	// Owners are the controller mappings; the one for OLM's csv-cleanup finalizer says whether
 	// OLM runs.
@@ -21,11 +24,48 @@ type OLMRBAC struct {
 	Delete bool
 }
 
-var olmRBACResources = []schema.GroupResource{
-	clusterRoles,
-	clusterRoleBindings,
-	{Group: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+// csvCleanupResources are what OLM's csv-cleanup finalizer deletes by label before it releases a
+// CSV (operator-lifecycle-manager, pkg/controller/operators/olm/operator.go), in the order
+// bindings before what they bind.
+var csvCleanupResources = []schema.GroupResource{
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+}
+
+// olmRBACResources are the resources olm-rbac looks at: the above, and the namespaced RBAC OLM
+// labels the same way (normally collected with the CSV through its ownerReferences).
+var olmRBACResources = append(slices.Clone(csvCleanupResources),
+	schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+	schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"},
+)
+
+// ownedByCSV reports whether OLM labelled obj as created for the CSV namespace/name.
+func ownedByCSV(obj *Object, namespace, name string) bool {
+	return obj.Labels["olm.owner.kind"] == "ClusterServiceVersion" && obj.Labels["olm.owner"] == name && obj.Labels["olm.owner.namespace"] == namespace
+}
+
+// csvCleanupObjects returns what OLM's csv-cleanup finalizer of the CSV namespace/name still has
+// to delete, and whether the view is sure to hold all of it.
+func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string, bool) {
+	var refs []ObjectRef
+	var names []string
+	for _, gr := range csvCleanupResources {
+		if !view.Observed(gr, "") {
+			return nil, fmt.Sprintf("%s were not all listed: cannot tell what the csv-cleanup finalizer still guards", gr), false
+		}
+		for _, obj := range view.List(gr) {
+			if ownedByCSV(obj, namespace, name) {
+				refs = append(refs, obj.Ref())
+				names = append(names, obj.Resource.Kind+" "+obj.Name)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil, "nothing is labelled as this CSV's any more: csv-cleanup has nothing left to delete", true
+	}
+	return refs, fmt.Sprintf("released only after what OLM would have deleted is deleted (rule olm-rbac): %s", strings.Join(names, ", ")), true
 }
 
 // Name implements Rule.
@@ -74,7 +114,7 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 				Rule:     r.Name(),
 				Severity: SeverityWarning,
 				Object:   obj.Ref(),
-				Reason:   reason + "; its RBAC is left behind",
+				Reason:   fmt.Sprintf("%s; its %s is left behind", reason, obj.Resource.Kind),
 				Evidence: evidence,
 				Action:   Delete{},
 			}

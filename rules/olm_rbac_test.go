@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ func TestOLMRBAC(t *testing.T) {
 	binding := object(clusterRoleBindingsRes, "", "etcd-binding", labelled)
 	nsRole := object(rolesRes, "operators", "etcd-role", labelled)
 	nsBinding := object(roleBindingsRes, "operators", "etcd-binding", labelled)
-	rbac := []*Object{role, binding, nsRole, nsBinding}
+	webhook := object(validatingWebhooksRes, "", "etcd-webhook", labelled)
+	rbac := []*Object{role, binding, nsRole, nsBinding, webhook}
 	liveCSV := csv("operators", "etcd.v0.9.4", nil)
 	terminatingCSV := csv("operators", "etcd.v0.9.4", nil, terminatingFor(time.Hour, csvCleanupFinalizer))
 
@@ -32,7 +34,7 @@ func TestOLMRBAC(t *testing.T) {
 			name:       "CSV gone: every labelled RBAC object",
 			objects:    rbac,
 			wantDelete: rbac,
-			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 no longer exists; its RBAC is left behind",
+			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 no longer exists; its KIND is left behind",
 		},
 		{name: "CSV gone, but CSVs not listed there", coverage: Coverage{Namespaces: []string{"other"}}, objects: rbac},
 		{name: "CSV terminating, OLM running", objects: append([]*Object{terminatingCSV, workload(deployments, "olm", "olm-operator", 1)}, rbac...)},
@@ -42,7 +44,7 @@ func TestOLMRBAC(t *testing.T) {
 			name:       "CSV terminating, OLM gone",
 			objects:    append([]*Object{terminatingCSV, workload(deployments, "olm", "catalog-operator", 1)}, rbac...),
 			wantDelete: rbac,
-			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 is terminating and OLM is gone; its RBAC is left behind",
+			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 is terminating and OLM is gone; its KIND is left behind",
 		},
 		{name: "RBAC already terminating", objects: []*Object{object(clusterRolesRes, "", "r", labelled, terminatingFor(time.Minute))}},
 		{name: "not labelled as a CSV's", objects: []*Object{object(clusterRolesRes, "", "r", withLabels("olm.owner", "x", "olm.owner.namespace", "y", "olm.owner.kind", "OperatorGroup"))}},
@@ -58,7 +60,7 @@ func TestOLMRBAC(t *testing.T) {
 					assert.Equal(t, "olm-rbac", f.Rule)
 					assert.Equal(t, SeverityWarning, f.Severity)
 					assert.Equal(t, Delete{}, f.Action)
-					assert.Equal(t, tt.wantReason, f.Reason)
+					assert.Equal(t, strings.ReplaceAll(tt.wantReason, "KIND", f.Object.Kind), f.Reason)
 					assert.Contains(t, f.Evidence, "labelled olm.owner=etcd.v0.9.4, olm.owner.namespace=operators, olm.owner.kind=ClusterServiceVersion")
 					if optIn {
 						assert.Empty(t, f.OptIn)

@@ -26,8 +26,8 @@ import (
 //  3. otherwise nobody knows: the finding is informational and nothing is done.
 //
 // The action removes exactly the orphaned finalizers. OLM's csv-cleanup finalizer stands for the
-// ClusterRoles and ClusterRoleBindings OLM would have deleted; its release depends on their
-// deletion (rule olm-rbac) in the same run.
+// RBAC and webhook configurations OLM would have deleted; its release depends on their deletion
+// (rule olm-rbac) in the same run.
 type OrphanedFinalizers struct {
 	// MinAge is how long an object must have been terminating (--min-terminating-age).
 	MinAge time.Duration
@@ -47,8 +47,6 @@ var (
 	clusterServiceVersions    = schema.GroupResource{Group: "operators.coreos.com", Resource: "clusterserviceversions"}
 	customResourceDefinitions = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 	secrets                   = schema.GroupResource{Resource: "secrets"}
-	clusterRoles              = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
-	clusterRoleBindings       = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}
 )
 
 // csvCleanupFinalizer is OLM v0's finalizer on a CSV (OLM ≥ v0.27): before releasing it, OLM
@@ -175,7 +173,7 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 		v.decision, v.evidence, v.owners = decideByCRD(facts, obj, finalizer)
 	}
 	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == clusterServiceVersions {
-		guarded, evidence, known := olmClusterRBAC(facts.view, obj.Namespace, obj.Name)
+		guarded, evidence, known := csvCleanupObjects(facts.view, obj.Namespace, obj.Name)
 		v.evidence = append(v.evidence, evidence)
 		if !known {
 			v.decision = undecided
@@ -241,33 +239,6 @@ func olmLabel(obj *Object) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// olmClusterRBAC returns the ClusterRoles and ClusterRoleBindings OLM labelled as a CSV's, which
-// its csv-cleanup finalizer stands for, and whether the view is sure to hold all of them.
-func olmClusterRBAC(view *View, namespace, name string) ([]ObjectRef, string, bool) {
-	if !view.Observed(clusterRoles, "") || !view.Observed(clusterRoleBindings, "") {
-		return nil, "ClusterRoles and ClusterRoleBindings were not all listed: cannot tell what the csv-cleanup finalizer still guards", false
-	}
-	var refs []ObjectRef
-	var names []string
-	for _, gr := range []schema.GroupResource{clusterRoles, clusterRoleBindings} {
-		for _, obj := range view.List(gr) {
-			if ownedByCSV(obj, namespace, name) {
-				refs = append(refs, obj.Ref())
-				names = append(names, obj.Resource.Kind+" "+obj.Name)
-			}
-		}
-	}
-	if len(refs) == 0 {
-		return nil, "no ClusterRole or ClusterRoleBinding is labelled as this CSV's: nothing left for csv-cleanup to delete", true
-	}
-	return refs, fmt.Sprintf("released only after the RBAC OLM would have deleted is deleted (rule olm-rbac): %s", strings.Join(names, ", ")), true
-}
-
-// ownedByCSV reports whether OLM labelled obj as created for the CSV namespace/name.
-func ownedByCSV(obj *Object, namespace, name string) bool {
-	return obj.Labels["olm.owner.kind"] == "ClusterServiceVersion" && obj.Labels["olm.owner"] == name && obj.Labels["olm.owner.namespace"] == namespace
 }
 
 func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []verdict) Finding {

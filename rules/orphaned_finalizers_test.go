@@ -268,6 +268,7 @@ func TestCSVCleanup(t *testing.T) {
 	rbacLabels := withLabels("olm.owner", "etcd.v0.9.4", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion")
 	role := object(clusterRolesRes, "", "etcd-role", rbacLabels)
 	binding := object(clusterRoleBindingsRes, "", "etcd-binding", rbacLabels)
+	webhook := object(mutatingWebhooksRes, "", "etcd-webhook", rbacLabels)
 	otherRole := object(clusterRolesRes, "", "other", withLabels("olm.owner", "other.v1", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion"))
 	rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
 
@@ -280,13 +281,13 @@ func TestCSVCleanup(t *testing.T) {
 		assert.Nil(t, findings[0].Action, "catalog-operator running does not make csv-cleanup orphaned, nor alive")
 	})
 	t.Run("OLM uninstalled", func(t *testing.T) {
-		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, binding, otherRole))
+		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, binding, webhook, otherRole))
 		require.Len(t, findings, 1)
 		f := findings[0]
 		assert.Equal(t, RemoveFinalizers{Finalizers: []string{csvCleanupFinalizer}}, f.Action)
-		assert.Equal(t, []ObjectRef{role.Ref(), binding.Ref()}, f.DependsOn)
+		assert.Equal(t, []ObjectRef{binding.Ref(), role.Ref(), webhook.Ref()}, f.DependsOn)
 		assert.Contains(t, f.Evidence, "no Deployment matches name olm-operator in any namespace")
-		assert.Contains(t, f.Evidence, "released only after the RBAC OLM would have deleted is deleted (rule olm-rbac): ClusterRole etcd-role, ClusterRoleBinding etcd-binding")
+		assert.Contains(t, f.Evidence, "released only after what OLM would have deleted is deleted (rule olm-rbac): ClusterRoleBinding etcd-binding, ClusterRole etcd-role, MutatingWebhookConfiguration etcd-webhook")
 	})
 	t.Run("OLM uninstalled, no RBAC left", func(t *testing.T) {
 		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, otherRole))
@@ -294,8 +295,8 @@ func TestCSVCleanup(t *testing.T) {
 		assert.Equal(t, RemoveFinalizers{Finalizers: []string{csvCleanupFinalizer}}, findings[0].Action)
 		assert.Empty(t, findings[0].DependsOn)
 	})
-	t.Run("OLM uninstalled, ClusterRoles not listed", func(t *testing.T) {
-		findings := rule.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{clusterRolesRes.GroupResource()}}, stuckCSV))
+	t.Run("OLM uninstalled, webhook configurations not listed", func(t *testing.T) {
+		findings := rule.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{mutatingWebhooksRes.GroupResource()}}, stuckCSV))
 		require.Len(t, findings, 1)
 		assert.Nil(t, findings[0].Action)
 		assert.Equal(t, SeverityInfo, findings[0].Severity)

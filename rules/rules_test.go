@@ -65,9 +65,11 @@ var (
 	clusterRoleBindingsRes = rbacRes("clusterrolebindings", "ClusterRoleBinding", false)
 	rolesRes               = rbacRes("roles", "Role", true)
 	roleBindingsRes        = rbacRes("rolebindings", "RoleBinding", true)
+	validatingWebhooksRes  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration"}
+	mutatingWebhooksRes    = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration"}
 
 	allTestResources = []Resource{configMaps, namespaces, loggings, deployments, statefulSets, daemonSets, csvs, crds,
-		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes}
+		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes, validatingWebhooksRes, mutatingWebhooksRes}
 )
 
 func withLabels(kv ...string) func(*Object) {

@@ -88,7 +88,7 @@ func sweep(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
 func ruleFindings(report *sweeper.Report, rule, namespace string) []sweeper.FindingResult {
 	var out []sweeper.FindingResult
 	for _, f := range report.Findings {
-		if f.Rule == rule && (f.Object.Namespace == namespace || f.Object.Name == namespace || slices.Contains([]string{namespace + "-role", namespace + "-binding"}, f.Object.Name)) {
+		if f.Rule == rule && (f.Object.Namespace == namespace || f.Object.Name == namespace || slices.Contains([]string{namespace + "-role", namespace + "-binding", namespace + "-webhook"}, f.Object.Name)) {
 			out = append(out, f)
 		}
 	}
@@ -207,6 +207,13 @@ metadata:
   labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: NAMESPACE-role}
 subjects: [{kind: ServiceAccount, name: etcd-operator, namespace: NAMESPACE}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: NAMESPACE-webhook
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion}
+webhooks: []
 `
 
 const olmOperator = `
@@ -258,12 +265,12 @@ func TestF1OLMUninstalled(t *testing.T) {
 	report := sweep(t, opts, rec)
 
 	rbacFindings := byKind(ruleFindings(report, "olm-rbac", ns))
-	require.Len(t, rbacFindings, 2)
-	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+	require.Len(t, rbacFindings, 3)
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"} {
 		f := rbacFindings[kind]
 		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
 		assert.Equal(t, "Delete", f.Action.Type)
-		assert.Equal(t, "ClusterServiceVersion "+ns+"/etcdoperator.v0.9.4 is terminating and OLM is gone; its RBAC is left behind", f.Reason)
+		assert.Equal(t, "ClusterServiceVersion "+ns+"/etcdoperator.v0.9.4 is terminating and OLM is gone; its "+kind+" is left behind", f.Reason)
 	}
 	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
 	require.Len(t, csvFindings, 1)
@@ -273,8 +280,7 @@ func TestF1OLMUninstalled(t *testing.T) {
 	for _, obj := range append(rbac, csv) {
 		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
 	}
-	// The order of the writes: both deletes (in resource order, the binding before the role it
-	// binds), then the patch.
+	// The order of the writes: the deletes (the binding before the role it binds), then the patch.
 	var writes []string
 	rec.mu.Lock()
 	for _, req := range rec.requests {
@@ -286,6 +292,7 @@ func TestF1OLMUninstalled(t *testing.T) {
 	assert.Equal(t, []string{
 		"DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" + ns + "-binding",
 		"DELETE /apis/rbac.authorization.k8s.io/v1/clusterroles/" + ns + "-role",
+		"DELETE /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" + ns + "-webhook",
 		"PATCH /apis/operators.coreos.com/v1alpha1/namespaces/" + ns + "/clusterserviceversions/etcdoperator.v0.9.4",
 	}, writes)
 }
@@ -306,7 +313,7 @@ func TestF1WithoutOptIn(t *testing.T) {
 	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
 	require.Len(t, csvFindings, 1)
 	assert.Equal(t, sweeper.OutcomeSkipped, csvFindings[0].Outcome)
-	assert.Equal(t, "dependency: ClusterRole.rbac.authorization.k8s.io "+ns+"-role was not acted on first", csvFindings[0].Error)
+	assert.Equal(t, "dependency: ClusterRoleBinding.rbac.authorization.k8s.io "+ns+"-binding was not acted on first", csvFindings[0].Error)
 	assert.Equal(t, []string{csvCleanup}, current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
 		assert.NotNil(t, current(t, obj))
