@@ -218,9 +218,13 @@ func desiredReplicas(kind string, w *Object) int64 {
 	return n
 }
 
-// workloadResources are the resources controller mappings read in full.
-func workloadResources() []schema.GroupResource {
-	return []schema.GroupResource{workloads["Deployment"], workloads["StatefulSet"], workloads["DaemonSet"]}
+// workloadContent is what controller mappings read of workloads: how many pods they want.
+func workloadContent() []ContentRequest {
+	return []ContentRequest{
+		{Resource: workloads["Deployment"], Fields: []string{"spec.replicas"}},
+		{Resource: workloads["StatefulSet"], Fields: []string{"spec.replicas"}},
+		{Resource: workloads["DaemonSet"], Fields: []string{"status.desiredNumberScheduled"}},
+	}
 }
 
 // builtIn reports whether Kubernetes itself owns a finalizer: the sweeper never touches those.

@@ -72,7 +72,7 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 func (OLMRBAC) Name() string { return "olm-rbac" }
 
 // ReadsContent implements ContentReader: workload replicas, to tell whether OLM runs.
-func (OLMRBAC) ReadsContent() []schema.GroupResource { return workloadResources() }
+func (OLMRBAC) ReadsContent() []ContentRequest { return workloadContent() }
 
 // Plan implements Rule.
 func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {

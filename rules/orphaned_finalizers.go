@@ -39,8 +39,8 @@ type OrphanedFinalizers struct {
 func (OrphanedFinalizers) Name() string { return "orphaned-finalizers" }
 
 // ReadsContent implements ContentReader: workload replicas and the CRDs a CSV owns.
-func (OrphanedFinalizers) ReadsContent() []schema.GroupResource {
-	return append(workloadResources(), clusterServiceVersions)
+func (OrphanedFinalizers) ReadsContent() []ContentRequest {
+	return append(workloadContent(), ContentRequest{Resource: clusterServiceVersions, Fields: []string{"spec.customresourcedefinitions.owned"}})
 }
 
 var (

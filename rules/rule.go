@@ -25,7 +25,18 @@ type Rule interface {
 // ContentReader is a Rule that reads more than metadata of some resources: the engine lists
 // those in full (spec and status) and hands them over in Object.Content.
 type ContentReader interface {
-	ReadsContent() []schema.GroupResource
+	ReadsContent() []ContentRequest
+}
+
+// ContentRequest asks for the content of a resource's objects.
+type ContentRequest struct {
+	Resource schema.GroupResource
+	// Selector, a label selector, limits the content to the matching objects; the others are
+	// still observed, as metadata. Empty means every object.
+	Selector string
+	// Fields are the dotted paths the rule reads ("spec.nodeName", "status.conditions"); the
+	// engine keeps only these, so that large objects cost little memory. Empty means all.
+	Fields []string
 }
 
 // Severity says how much a finding matters to a cluster admin.

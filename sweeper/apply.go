@@ -143,7 +143,7 @@ func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object,
 		if err != nil {
 			return nil, err
 		}
-		return newContentObject(obj.Resource, u), nil
+		return newContentObject(obj.Resource, u, nil), nil
 	}
 	m, err := a.client(obj).Get(ctx, obj.Name, metav1.GetOptions{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
@@ -27,8 +28,11 @@ type listTask struct {
 	namespace string
 	// fieldSelector keeps excluded namespaces out of a list across all namespaces.
 	fieldSelector string
-	// content lists full objects through the dynamic client instead of metadata.
-	content bool
+	// content lists full objects through the dynamic client instead of metadata: those matching
+	// labelSelector, keeping fields (all if nil).
+	content       bool
+	labelSelector string
+	fields        []string
 }
 
 type listResult struct {
@@ -38,10 +42,10 @@ type listResult struct {
 
 // observe lists every object of every resource, page by page and with at most --concurrency
 // lists at a time. Lists go through the metadata client (names, labels, finalizers,
-// ownerReferences, deletionTimestamp: no spec or status bytes), except for the few resources in
-// content, which a rule reads in full. A list that fails is reported, the view records it, and the
-// run goes on.
-func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]bool) (*rules.View, []ReportError, error) {
+// ownerReferences, deletionTimestamp: no spec or status bytes), except for what rules read in
+// full (content): those objects come from the dynamic client, trimmed to the fields the rules
+// read. A list that fails is reported, the view records it, and the run goes on.
+func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]contentPlan) (*rules.View, []ReportError, error) {
 	filter := namespaceFilter{include: e.Options.IncludeNamespaces, exclude: e.Options.ExcludeNamespaces}
 	tasks, walked, err := e.listTasks(ctx, inv.resources, filter, content)
 	if err != nil {
@@ -62,13 +66,30 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
 	var objects []*rules.Object
 	var problems []ReportError
+	// Objects listed in full by selector replace their metadata.
+	full := map[types.UID]*rules.Object{}
 	for i, res := range results {
-		objects = append(objects, res.objects...)
+		if tasks[i].labelSelector != "" {
+			for _, obj := range res.objects {
+				full[obj.UID] = obj
+			}
+		} else {
+			objects = append(objects, res.objects...)
+		}
 		if res.err != nil {
 			task := tasks[i]
 			coverage.Failed = append(coverage.Failed, task.resource.GroupResource())
 			problems = append(problems, ReportError{Stage: StageObserve, Resource: task.String(), Message: res.err.Error()})
 		}
+	}
+	for i, obj := range objects {
+		if replacement, ok := full[obj.UID]; ok {
+			objects[i] = replacement
+			delete(full, obj.UID)
+		}
+	}
+	for _, obj := range full { // created between the two lists
+		objects = append(objects, obj)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, problems, fmt.Errorf("list objects: %w", err)
@@ -81,7 +102,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 // that exist, so that an excluded namespace is never listed: included namespaces are listed one
 // by one, excluded ones are kept out by a field selector. It also returns the namespaces walked,
 // nil meaning all.
-func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter, content map[schema.GroupResource]bool) ([]listTask, []string, error) {
+func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter, content map[schema.GroupResource]contentPlan) ([]listTask, []string, error) {
 	var walked, excluded []string
 	if filter.active() {
 		namespaces, err := e.namespaces(ctx)
@@ -104,18 +125,27 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 
 	var tasks []listTask
 	for _, r := range resources {
-		task := listTask{resource: r, content: content[r.GroupResource()]}
-		switch {
-		case !r.Namespaced:
-			tasks = append(tasks, task)
-		case len(filter.include) > 0:
-			for _, ns := range walked {
-				task.namespace = ns
+		plan, readByRules := content[r.GroupResource()]
+		lists := []listTask{{resource: r, content: plan.all, fields: plan.fields}}
+		for _, s := range plan.selectors {
+			lists = append(lists, listTask{resource: r, content: true, labelSelector: s, fields: plan.fields})
+		}
+		if !readByRules {
+			lists = lists[:1]
+		}
+		for _, task := range lists {
+			switch {
+			case !r.Namespaced:
+				tasks = append(tasks, task)
+			case len(filter.include) > 0:
+				for _, ns := range walked {
+					task.namespace = ns
+					tasks = append(tasks, task)
+				}
+			default:
+				task.fieldSelector = strings.Join(selector, ",")
 				tasks = append(tasks, task)
 			}
-		default:
-			task.fieldSelector = strings.Join(selector, ",")
-			tasks = append(tasks, task)
 		}
 	}
 	return tasks, walked, nil
@@ -156,7 +186,7 @@ func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter
 			res.objects = append(res.objects, obj)
 		}
 	}
-	opts := metav1.ListOptions{FieldSelector: task.fieldSelector}
+	opts := metav1.ListOptions{FieldSelector: task.fieldSelector, LabelSelector: task.labelSelector}
 	res.err = e.eachObject(ctx, task, opts, add)
 	if res.err != nil && task.fieldSelector != "" && apierrors.IsBadRequest(res.err) {
 		// Some aggregated APIs do not support field selectors; filter on our side instead.
@@ -173,7 +203,7 @@ func (e *Engine) eachObject(ctx context.Context, task listTask, opts metav1.List
 	if task.content {
 		client := dynamicClient(e.Clients.Dynamic, gvr, task.namespace)
 		return newPager(client.List, e.Options.PageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
-			fn(newContentObject(task.resource, obj.(*unstructured.Unstructured)))
+			fn(newContentObject(task.resource, obj.(*unstructured.Unstructured), task.fields))
 			return nil
 		})
 	}
@@ -194,8 +224,9 @@ func newObject(r rules.Resource, meta metav1.ObjectMeta) *rules.Object {
 	return obj
 }
 
-// newContentObject splits a full object into its metadata and the rest.
-func newContentObject(r rules.Resource, u *unstructured.Unstructured) *rules.Object {
+// newContentObject splits a full object into its metadata and the rest, of which it keeps only
+// fields (all if nil).
+func newContentObject(r rules.Resource, u *unstructured.Unstructured, fields []string) *rules.Object {
 	meta := metav1.ObjectMeta{
 		Namespace:                  u.GetNamespace(),
 		Name:                       u.GetName(),
@@ -211,8 +242,19 @@ func newContentObject(r rules.Resource, u *unstructured.Unstructured) *rules.Obj
 		Finalizers:                 u.GetFinalizers(),
 	}
 	obj := newObject(r, meta)
-	obj.Content = maps.Clone(u.Object)
-	delete(obj.Content, "metadata")
+	if fields == nil {
+		obj.Content = maps.Clone(u.Object)
+		delete(obj.Content, "metadata")
+		return obj
+	}
+	// A copy of the few fields kept, so that the rest of the object can be freed.
+	obj.Content = map[string]any{}
+	for _, f := range fields {
+		path := strings.Split(f, ".")
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...); found {
+			_ = unstructured.SetNestedField(obj.Content, v, path...) // copies v; cannot fail on an empty map
+		}
+	}
 	return obj
 }
 
@@ -233,8 +275,12 @@ func dynamicClient(client dynamic.Interface, gvr schema.GroupVersionResource, na
 }
 
 func (t listTask) String() string {
-	if t.namespace != "" {
-		return t.resource.String() + " in " + t.namespace
+	s := t.resource.String()
+	if t.labelSelector != "" {
+		s += " (" + t.labelSelector + ")"
 	}
-	return t.resource.String()
+	if t.namespace != "" {
+		s += " in " + t.namespace
+	}
+	return s
 }

@@ -134,7 +134,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	e.Logger.InfoContext(ctx, "inventory done", "resources", len(inv.resources), "errors", len(inv.problems))
 
 	start := e.Clock.Now()
-	view, problems, err := e.observe(ctx, inv, e.contentResources())
+	view, problems, err := e.observe(ctx, inv, e.contentPlans())
 	report.Errors = append(report.Errors, problems...)
 	for _, p := range problems {
 		e.Logger.WarnContext(ctx, "list failed; the resource is not fully observed", "gvr", p.Resource, "error", p.Message)
@@ -154,17 +154,54 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	return report
 }
 
-// contentResources are the resources the enabled rules read in full.
-func (e *Engine) contentResources() map[schema.GroupResource]bool {
-	content := map[schema.GroupResource]bool{}
+// contentPlan is how a resource is listed for the rules that read more than its metadata.
+type contentPlan struct {
+	// all lists every object in full; otherwise the resource is listed as metadata, and the
+	// objects matching each of selectors in full.
+	all       bool
+	selectors []string
+	// fields are the paths kept of the content; nil keeps all.
+	fields []string
+}
+
+// contentPlans merges what the enabled rules read, resource by resource: the union of their
+// selectors and fields, where one rule asking for all of either wins.
+func (e *Engine) contentPlans() map[schema.GroupResource]contentPlan {
+	requests := map[schema.GroupResource][]rules.ContentRequest{}
 	for _, rule := range e.Rules {
 		if reader, ok := rule.(rules.ContentReader); ok {
-			for _, gr := range reader.ReadsContent() {
-				content[gr] = true
+			for _, req := range reader.ReadsContent() {
+				requests[req.Resource] = append(requests[req.Resource], req)
 			}
 		}
 	}
-	return content
+	plans := make(map[schema.GroupResource]contentPlan, len(requests))
+	for gr, reqs := range requests {
+		var plan contentPlan
+		allFields := false
+		for _, req := range reqs {
+			plan.all = plan.all || req.Selector == ""
+			allFields = allFields || len(req.Fields) == 0
+			if req.Selector != "" && !slices.Contains(plan.selectors, req.Selector) {
+				plan.selectors = append(plan.selectors, req.Selector)
+			}
+			for _, f := range req.Fields {
+				if !slices.Contains(plan.fields, f) {
+					plan.fields = append(plan.fields, f)
+				}
+			}
+		}
+		if plan.all {
+			plan.selectors = nil
+		}
+		if allFields {
+			plan.fields = nil
+		}
+		slices.Sort(plan.selectors)
+		slices.Sort(plan.fields)
+		plans[gr] = plan
+	}
+	return plans
 }
 
 func (e *Engine) stageFailed(ctx context.Context, report *Report, stage string, err error) *Report {

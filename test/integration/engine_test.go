@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -140,11 +139,15 @@ func TestRequestsCarryTheUserAgent(t *testing.T) {
 	}
 }
 
-// contentProbe is a view probe that reads Deployments in full.
+// contentProbe is a view probe that reads the replicas of Deployments, and all of the ConfigMaps
+// labelled full=yes.
 type contentProbe struct{ viewProbe }
 
-func (*contentProbe) ReadsContent() []schema.GroupResource {
-	return []schema.GroupResource{{Group: "apps", Resource: "deployments"}}
+func (*contentProbe) ReadsContent() []rules.ContentRequest {
+	return []rules.ContentRequest{
+		{Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Fields: []string{"spec.replicas"}},
+		{Resource: schema.GroupResource{Resource: "configmaps"}, Selector: "full=yes"},
+	}
 }
 
 func TestRulesGetTheContentTheyRead(t *testing.T) {
@@ -164,25 +167,41 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings, namespace: NAMESPACE}
 data: {key: value}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: selected, namespace: NAMESPACE, labels: {full: "yes"}}
+data: {key: value}
 `)
 	probe := &contentProbe{}
-	report := newEngine(t, testOptions(ns), nil, nil, probe).Run(context.Background())
+	rec := &recorder{}
+	report := newEngine(t, testOptions(ns), rec, nil, probe).Run(context.Background())
 	require.Empty(t, report.Errors)
 	require.NotNil(t, probe.view)
 
 	deployment, ok := probe.view.Get(schema.GroupResource{Group: "apps", Resource: "deployments"}, ns, "logging-operator")
 	require.True(t, ok)
-	replicas, found, err := unstructured.NestedInt64(deployment.Content, "spec", "replicas")
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.Zero(t, replicas)
-	assert.NotContains(t, deployment.Content, "metadata", "metadata lives in ObjectMeta")
+	assert.Equal(t, map[string]any{"spec": map[string]any{"replicas": int64(0)}}, deployment.Content, "only the fields the rule reads")
 	assert.Equal(t, "logging-operator", deployment.Labels["app.kubernetes.io/name"])
 	assert.NotEmpty(t, deployment.UID)
 
-	cm, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "settings")
+	plain, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "settings")
 	require.True(t, ok)
-	assert.Nil(t, cm.Content, "metadata only")
+	assert.Nil(t, plain.Content, "not selected: metadata only")
+	selected, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "selected")
+	require.True(t, ok)
+	assert.Equal(t, map[string]any{"key": "value"}, selected.Content["data"], "selected: in full")
+	var configMapsHere int
+	for _, cm := range probe.view.List(schema.GroupResource{Resource: "configmaps"}) {
+		if cm.Namespace == ns {
+			configMapsHere++
+		}
+	}
+	assert.Equal(t, 2, configMapsHere, "a selected object is in the view once")
+
+	lists := rec.matching("GET", "^/api/v1/namespaces/"+ns+"/configmaps$")
+	require.Len(t, lists, 2, "a metadata list, and a full list of the selected ones")
+	assert.ElementsMatch(t, []string{"", "full=yes"}, []string{lists[0].Query.Get("labelSelector"), lists[1].Query.Get("labelSelector")})
 }
 
 // deleteWithOptIn deletes ConfigMaps labelled doomed, if the test opted in.
