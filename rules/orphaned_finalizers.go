@@ -44,7 +44,6 @@ func (OrphanedFinalizers) ReadsContent() []ContentRequest {
 }
 
 var (
-	clusterServiceVersions    = schema.GroupResource{Group: "operators.coreos.com", Resource: "clusterserviceversions"}
 	customResourceDefinitions = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 	secrets                   = schema.GroupResource{Resource: "secrets"}
 )

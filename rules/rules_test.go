@@ -68,8 +68,15 @@ var (
 	validatingWebhooksRes  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration"}
 	mutatingWebhooksRes    = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration"}
 
+	subscriptionsRes = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}, Kind: "Subscription", Namespaced: true}
+	installPlansRes  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}, Kind: "InstallPlan", Namespaced: true}
+	operatorsRes     = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1", Resource: "operators"}, Kind: "Operator"}
+	podsRes          = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Kind: "Pod", Namespaced: true}
+	nodesRes         = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Kind: "Node"}
+
 	allTestResources = []Resource{configMaps, namespaces, loggings, deployments, statefulSets, daemonSets, csvs, crds,
-		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes, validatingWebhooksRes, mutatingWebhooksRes}
+		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes, validatingWebhooksRes, mutatingWebhooksRes,
+		subscriptionsRes, installPlansRes, operatorsRes, podsRes, nodesRes}
 )
 
 func withLabels(kv ...string) func(*Object) {

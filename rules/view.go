@@ -67,6 +67,7 @@ type View struct {
 	now       time.Time
 	resources []Resource
 	listed    map[schema.GroupResource]Resource
+	byKind    map[schema.GroupKind]Resource
 	coverage  coverageSets
 	objects   map[schema.GroupResource][]*Object
 	// byUID holds one object per UID: a resource served by two groups (events and
@@ -88,6 +89,7 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 		now:       now,
 		resources: slices.Clone(resources),
 		listed:    make(map[schema.GroupResource]Resource, len(resources)),
+		byKind:    make(map[schema.GroupKind]Resource, len(resources)),
 		coverage: coverageSets{
 			failed:       setOf(coverage.Failed),
 			unlisted:     setOf(coverage.Unlisted),
@@ -103,6 +105,7 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 	slices.SortFunc(v.resources, func(a, b Resource) int { return cmp.Compare(a.String(), b.String()) })
 	for _, r := range v.resources {
 		v.listed[r.GroupResource()] = r
+		v.byKind[schema.GroupKind{Group: r.Group, Kind: r.Kind}] = r
 	}
 	for _, obj := range objects {
 		gr := obj.Resource.GroupResource()
@@ -154,6 +157,13 @@ func (v *View) Observed(gr schema.GroupResource, namespace string) bool {
 	}
 }
 
+// ResourceFor returns the listed resource of a kind, as an ownerReference or an object
+// reference names it.
+func (v *View) ResourceFor(gk schema.GroupKind) (Resource, bool) {
+	r, ok := v.byKind[gk]
+	return r, ok
+}
+
 // Len is the number of objects in the view.
 func (v *View) Len() int { return v.count }
 
@@ -199,6 +209,7 @@ func (v *View) WithObject(obj *Object) *View {
 		now:       v.now,
 		resources: v.resources,
 		listed:    v.listed,
+		byKind:    v.byKind,
 		coverage:  v.coverage,
 		objects:   maps.Clone(v.objects),
 		byUID:     maps.Clone(v.byUID),

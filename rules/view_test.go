@@ -98,3 +98,15 @@ func TestViewWithObject(t *testing.T) {
 	assert.Equal(t, []*Object{a, b}, v.List(configMaps.GroupResource()))
 	assert.Equal(t, 2, v.Len())
 }
+
+func TestViewResourceFor(t *testing.T) {
+	v := newTestView()
+	r, ok := v.ResourceFor(schema.GroupKind{Group: "logging.banzaicloud.io", Kind: "Logging"})
+	require.True(t, ok)
+	assert.Equal(t, loggings, r)
+	r, ok = v.ResourceFor(schema.GroupKind{Kind: "ConfigMap"})
+	require.True(t, ok)
+	assert.Equal(t, configMaps, r)
+	_, ok = v.ResourceFor(schema.GroupKind{Group: "apps", Kind: "ConfigMap"})
+	assert.False(t, ok)
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -100,6 +101,11 @@ type Options struct {
 	ProtectedNamespaces []string `json:"protected-namespaces,omitempty"`
 	// MinTerminatingAge is how long an object must have been terminating before rules consider it stuck.
 	MinTerminatingAge metav1.Duration `json:"min-terminating-age"`
+	// CatalogPodSlack is how long past its grace period a CatalogSource pod must be before it is
+	// force-deleted from a lost node.
+	CatalogPodSlack metav1.Duration `json:"catalog-pod-slack"`
+	// NodeNotReadyFor is how long a node must have been not Ready for its pods to count as lost.
+	NodeNotReadyFor metav1.Duration `json:"node-not-ready-for"`
 	// LogFormat is text or json; LogLevel is debug, info, warn or error.
 	LogFormat string `json:"log-format,omitempty"`
 	LogLevel  string `json:"log-level,omitempty"`
@@ -109,9 +115,26 @@ type Options struct {
 
 // RuleSettings is the "rules" section of the config file: one entry per rule.
 type RuleSettings struct {
-	OLMRBAC            OLMRBACSettings `json:"olm-rbac"`
-	OrphanedFinalizers RuleToggle      `json:"orphaned-finalizers"`
-	StuckTerminating   RuleToggle      `json:"stuck-terminating"`
+	OLMRBAC            OLMRBACSettings           `json:"olm-rbac"`
+	OrphanedFinalizers RuleToggle                `json:"orphaned-finalizers"`
+	InstallPlanOwners  RuleToggle                `json:"installplan-owners"`
+	CatalogPods        CatalogPodsSettings       `json:"catalog-pods"`
+	OperatorLeftovers  OperatorLeftoversSettings `json:"operator-leftovers"`
+	StuckTerminating   RuleToggle                `json:"stuck-terminating"`
+}
+
+// CatalogPodsSettings are the settings of rule catalog-pods.
+type CatalogPodsSettings struct {
+	RuleToggle `json:",inline"`
+	// Selector, a label selector, extends the rule to other bare pods on lost nodes.
+	Selector string `json:"selector,omitempty"`
+}
+
+// OperatorLeftoversSettings are the settings of rule operator-leftovers.
+type OperatorLeftoversSettings struct {
+	RuleToggle `json:",inline"`
+	// Delete lists the kinds whose leftovers are deleted; CustomResourceDefinition deletes user data.
+	Delete []string `json:"delete,omitempty"`
 }
 
 // OLMRBACSettings are the settings of rule olm-rbac.
@@ -141,6 +164,8 @@ func DefaultOptions() Options {
 		Timeout:             metav1.Duration{Duration: 10 * time.Minute},
 		ProtectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"},
 		MinTerminatingAge:   metav1.Duration{Duration: 15 * time.Minute},
+		CatalogPodSlack:     metav1.Duration{Duration: time.Minute},
+		NodeNotReadyFor:     metav1.Duration{Duration: 5 * time.Minute},
 		LogFormat:           "text",
 		LogLevel:            "info",
 	}
@@ -227,6 +252,10 @@ func (o Options) Validate() error {
 		return inputErrorf("--timeout %s is invalid: use 0 (no timeout) or a positive duration", o.Timeout.Duration)
 	case o.MinTerminatingAge.Duration < 0:
 		return inputErrorf("--min-terminating-age %s is invalid: it must not be negative", o.MinTerminatingAge.Duration)
+	case o.CatalogPodSlack.Duration < 0:
+		return inputErrorf("--catalog-pod-slack %s is invalid: it must not be negative", o.CatalogPodSlack.Duration)
+	case o.NodeNotReadyFor.Duration < 0:
+		return inputErrorf("--node-not-ready-for %s is invalid: it must not be negative", o.NodeNotReadyFor.Duration)
 	}
 	for _, list := range []struct {
 		flag     string
@@ -254,6 +283,14 @@ func (o Options) Validate() error {
 	}
 	if err := rules.ValidateFinalizerOwners(o.Finalizers); err != nil {
 		return inputErrorf("config: %w", err)
+	}
+	if _, err := labels.Parse(o.RuleSettings.CatalogPods.Selector); err != nil {
+		return inputErrorf("config: rules.catalog-pods.selector %q: %w", o.RuleSettings.CatalogPods.Selector, err)
+	}
+	for i, kind := range o.RuleSettings.OperatorLeftovers.Delete {
+		if kind == "" {
+			return inputErrorf("config: rules.operator-leftovers.delete[%d] is empty: list kinds such as ClusterServiceVersion", i)
+		}
 	}
 	_, err := o.RuleSet()
 	return err

@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 		{"empty pattern", func(o *Options) { o.ExcludeNamespaces = []string{""} }, `--exclude-namespaces: pattern "" is invalid`},
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},
 		{"log-level", func(o *Options) { o.LogLevel = "loud" }, `--log-level "loud" is invalid`},
-		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are olm-rbac, orphaned-finalizers, stuck-terminating`},
+		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +127,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 func TestRuleSet(t *testing.T) {
 	off := false
 	on := true
-	all := []string{"olm-rbac", "orphaned-finalizers", "stuck-terminating"}
+	all := []string{"olm-rbac", "orphaned-finalizers", "installplan-owners", "catalog-pods", "operator-leftovers", "stuck-terminating"}
+	allButLast := all[:len(all)-1]
 	tests := []struct {
 		name    string
 		rules   []string
@@ -135,10 +136,10 @@ func TestRuleSet(t *testing.T) {
 		want    []string
 	}{
 		{"default runs every rule, in apply order", []string{"*"}, nil, all},
-		{"a negation disables", []string{"-stuck-terminating"}, nil, all[:2]},
+		{"a negation disables", []string{"-stuck-terminating"}, nil, allButLast},
 		{"only negations keep the rest", []string{"*", "-olm-rbac"}, nil, all[1:]},
 		{"names select", []string{"stuck-terminating", "olm-rbac"}, nil, []string{"olm-rbac", "stuck-terminating"}},
-		{"the config file can disable", []string{"*"}, &off, all[:2]},
+		{"the config file can disable", []string{"*"}, &off, allButLast},
 		{"the config file can enable", []string{"*"}, &on, all},
 		{"a flag overrides the file", []string{"stuck-terminating"}, &off, []string{"stuck-terminating"}},
 		{"spaces are ignored", []string{" stuck-terminating "}, nil, []string{"stuck-terminating"}},
@@ -163,18 +164,25 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MinTerminatingAge.Duration = 42 * time.Minute
 	opts.RuleSettings.OLMRBAC.Delete = true
+	opts.RuleSettings.CatalogPods.Selector = "app=registry"
+	opts.RuleSettings.OperatorLeftovers.Delete = []string{"InstallPlan"}
+	opts.CatalogPodSlack.Duration = 2 * time.Minute
+	opts.NodeNotReadyFor.Duration = 7 * time.Minute
 	custom := rules.FinalizerOwner{Pattern: "operators.coreos.com/*", Controllers: []rules.Controller{{Kind: "Deployment", Name: "my-olm"}}}
 	opts.Finalizers = []rules.FinalizerOwner{custom}
 	set, err := opts.RuleSet()
 	require.NoError(t, err)
-	require.Len(t, set, 3)
+	require.Len(t, set, 6)
 
 	owners := rules.MergeFinalizerOwners([]rules.FinalizerOwner{custom}, rules.DefaultFinalizerOwners())
 	assert.Equal(t, owners[0], custom, "configured mappings come first")
 	assert.Len(t, owners, len(rules.DefaultFinalizerOwners()), "and replace the default of the same pattern")
 	assert.Equal(t, rules.OLMRBAC{Owners: owners, Delete: true}, set[0])
 	assert.Equal(t, rules.OrphanedFinalizers{MinAge: 42 * time.Minute, Owners: owners}, set[1])
-	assert.Equal(t, rules.StuckTerminating{MinAge: 42 * time.Minute}, set[2])
+	assert.Equal(t, rules.InstallPlanOwners{}, set[2])
+	assert.Equal(t, rules.CatalogPods{Slack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute, Selector: "app=registry"}, set[3])
+	assert.Equal(t, rules.OperatorLeftovers{Delete: []string{"InstallPlan"}}, set[4])
+	assert.Equal(t, rules.StuckTerminating{MinAge: 42 * time.Minute}, set[5])
 }
 
 func TestConfigFileFinalizerMappings(t *testing.T) {
@@ -209,6 +217,9 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 		{"neither", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment}]}]", "finalizers[0].controllers[0]: set exactly one of name and selector"},
 		{"bad selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a=b=c'}]}]", `finalizers[0].controllers[0].selector "a=b=c"`},
 		{"unknown key", "finalizers: [{pattern: x/y, controller: []}]", `unknown field "finalizers[0].controller"`},
+		{"bad catalog-pods selector", "rules: {catalog-pods: {selector: 'a b'}}", `config: rules.catalog-pods.selector "a b"`},
+		{"empty kind", "rules: {operator-leftovers: {delete: ['']}}", "config: rules.operator-leftovers.delete[0] is empty"},
+		{"negative slack", "catalog-pod-slack: -1m", "--catalog-pod-slack -1m0s is invalid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

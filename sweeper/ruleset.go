@@ -18,6 +18,9 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 	}{
 		{rules.OLMRBAC{Owners: owners, Delete: settings.OLMRBAC.Delete}, settings.OLMRBAC.RuleToggle},
 		{rules.OrphanedFinalizers{MinAge: o.MinTerminatingAge.Duration, Owners: owners}, settings.OrphanedFinalizers},
+		{rules.InstallPlanOwners{}, settings.InstallPlanOwners},
+		{rules.CatalogPods{Slack: o.CatalogPodSlack.Duration, NodeNotReadyFor: o.NodeNotReadyFor.Duration, Selector: settings.CatalogPods.Selector}, settings.CatalogPods.RuleToggle},
+		{rules.OperatorLeftovers{Delete: settings.OperatorLeftovers.Delete}, settings.OperatorLeftovers.RuleToggle},
 		{rules.StuckTerminating{MinAge: o.MinTerminatingAge.Duration}, settings.StuckTerminating},
 	}
 

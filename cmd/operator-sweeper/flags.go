@@ -66,6 +66,8 @@ func newFlagSet(o *sweeper.Options) (*pflag.FlagSet, *bool) {
 	fs.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", o.ExcludeNamespaces, "Never walk these namespaces (names or globs).")
 	fs.StringSliceVar(&o.ProtectedNamespaces, "protected-namespaces", o.ProtectedNamespaces, "Report, but never act, in these namespaces (names or globs).")
 	fs.DurationVar(&o.MinTerminatingAge.Duration, "min-terminating-age", o.MinTerminatingAge.Duration, "How long an object must have been terminating to count as stuck.")
+	fs.DurationVar(&o.CatalogPodSlack.Duration, "catalog-pod-slack", o.CatalogPodSlack.Duration, "How long past its grace period a CatalogSource pod on a lost node must be before it is force-deleted.")
+	fs.DurationVar(&o.NodeNotReadyFor.Duration, "node-not-ready-for", o.NodeNotReadyFor.Duration, "How long a node must have been not Ready for its CatalogSource pods to count as lost.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format on standard error: text or json.")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn or error.")
 	fs.BoolVar(&o.FailOnFindings, "fail-on-findings", o.FailOnFindings, "Exit 3 when there are findings.")

@@ -1,0 +1,154 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/ptr"
+)
+
+// CatalogPods force-deletes CatalogSource pods stuck Terminating on a lost node (F5): the kubelet
+// never confirms the deletion, OLM before v0.28 waits for ever, and the catalog stays down. A pod
+// labelled olm.catalogSource qualifies once it is past its grace period by Slack and its node
+// (spec.nodeName) is gone, or has not been Ready for NodeNotReadyFor, or is not Ready and the pod
+// carries DisruptionTarget=True (the node is being drained of it). A pod on a Ready node is never
+// touched: its kubelet will finish the deletion. Selector extends the rule to other bare pods
+// (without a controller: a StatefulSet pod must never be force-deleted, its twin could start).
+type CatalogPods struct {
+	// Slack is how long past its grace period a pod must be (--catalog-pod-slack).
+	Slack time.Duration
+	// NodeNotReadyFor is how long a node must have been not Ready (--node-not-ready-for).
+	NodeNotReadyFor time.Duration
+	// Selector, a label selector, adds other bare pods (rules.catalog-pods.selector).
+	Selector string
+}
+
+var (
+	pods  = schema.GroupResource{Resource: "pods"}
+	nodes = schema.GroupResource{Resource: "nodes"}
+)
+
+const catalogSourceLabel = "olm.catalogSource"
+
+// Name implements Rule.
+func (CatalogPods) Name() string { return "catalog-pods" }
+
+// ReadsContent implements ContentReader: the node and conditions of the pods it may act on, and
+// the conditions of nodes.
+func (r CatalogPods) ReadsContent() []ContentRequest {
+	podFields := []string{"spec.nodeName", "status.conditions"}
+	requests := []ContentRequest{
+		{Resource: pods, Selector: catalogSourceLabel, Fields: podFields},
+		{Resource: nodes, Fields: []string{"status.conditions"}},
+	}
+	if r.Selector != "" {
+		requests = append(requests, ContentRequest{Resource: pods, Selector: r.Selector, Fields: podFields})
+	}
+	return requests
+}
+
+// Plan implements Rule.
+func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
+	extra, err := labels.Parse(r.Selector)
+	if err != nil || r.Selector == "" {
+		extra = labels.Nothing() // validated with the config
+	}
+	var findings []Finding
+	for _, pod := range view.List(pods) {
+		_, catalog := pod.Labels[catalogSourceLabel]
+		bare := metav1.GetControllerOfNoCopy(pod) == nil
+		if pod.DeletionTimestamp == nil || pod.Content == nil || !(catalog || (bare && extra.Matches(labels.Set(pod.Labels)))) {
+			continue
+		}
+		if f, ok := r.decide(view, pod); ok {
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
+
+func (r CatalogPods) decide(view *View, pod *Object) (Finding, bool) {
+	now := view.Now()
+	grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
+	// A pod's deletionTimestamp is when its grace period ends.
+	overdue := now.Sub(pod.DeletionTimestamp.Time)
+	nodeName := nestedString(pod, "spec", "nodeName")
+	if overdue < r.Slack || nodeName == "" || !view.Observed(nodes, "") {
+		return Finding{}, false
+	}
+	evidence := []string{fmt.Sprintf("deletion requested at %s with a grace period of %s; %s past it (slack %s)",
+		pod.DeletionTimestamp.Add(-grace).UTC().Format(time.RFC3339), grace, duration.HumanDuration(overdue), r.Slack)}
+
+	var reason string
+	node, exists := view.Get(nodes, "", nodeName)
+	ready, since, known := readyCondition(node)
+	switch {
+	case !exists:
+		reason = fmt.Sprintf("its node %s no longer exists", nodeName)
+		evidence = append(evidence, fmt.Sprintf("node %s: no such Node", nodeName))
+	case !known:
+		return Finding{}, false // no Ready condition: nothing to measure
+	case ready == "True":
+		return Finding{}, false // the kubelet will finish the deletion
+	case now.Sub(since) >= r.NodeNotReadyFor:
+		reason = fmt.Sprintf("its node %s has not been Ready for %s", nodeName, duration.HumanDuration(now.Sub(since)))
+		evidence = append(evidence, fmt.Sprintf("node %s: Ready=%s since %s (threshold %s)", nodeName, ready, since.UTC().Format(time.RFC3339), r.NodeNotReadyFor))
+	case podCondition(pod, "DisruptionTarget") == "True":
+		reason = fmt.Sprintf("it is a DisruptionTarget on node %s, which is not Ready", nodeName)
+		evidence = append(evidence,
+			fmt.Sprintf("node %s: Ready=%s since %s", nodeName, ready, since.UTC().Format(time.RFC3339)),
+			"pod condition DisruptionTarget=True")
+	default:
+		return Finding{}, false // not Ready for too short a time: it may come back
+	}
+	if source := pod.Labels[catalogSourceLabel]; source != "" {
+		evidence = append(evidence, fmt.Sprintf("serves CatalogSource %s/%s (label %s)", pod.Namespace, source, catalogSourceLabel))
+	} else {
+		evidence = append(evidence, fmt.Sprintf("bare pod matching %s", r.Selector))
+	}
+	return Finding{
+		Rule:     r.Name(),
+		Severity: SeverityWarning,
+		Object:   pod.Ref(),
+		Reason:   "stuck terminating: " + reason,
+		Evidence: evidence,
+		Action:   Delete{GracePeriodSeconds: ptr.To[int64](0)},
+	}, true
+}
+
+// readyCondition returns a node's Ready condition: its status, and since when.
+func readyCondition(node *Object) (status string, since time.Time, ok bool) {
+	if node == nil {
+		return "", time.Time{}, false
+	}
+	conditions, _, _ := unstructured.NestedSlice(node.Content, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		status, _ = m["status"].(string)
+		ts, _ := m["lastTransitionTime"].(string)
+		since, err := time.Parse(time.RFC3339, ts)
+		return status, since, err == nil
+	}
+	return "", time.Time{}, false
+}
+
+// podCondition returns the status of a pod condition, or "".
+func podCondition(pod *Object, conditionType string) string {
+	conditions, _, _ := unstructured.NestedSlice(pod.Content, "status", "conditions")
+	for _, c := range conditions {
+		if m, _ := c.(map[string]any); m["type"] == conditionType {
+			status, _ := m["status"].(string)
+			return status
+		}
+	}
+	return ""
+}

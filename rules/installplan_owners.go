@@ -1,0 +1,137 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// InstallPlanOwners gives InstallPlans back the ownerReference to the Subscription that uses them
+// (F3, operator-lifecycle-manager#3199: a Manual Subscription deleted and re-created as Automatic
+// keeps using its InstallPlan, whose ownerReference still names the deleted Subscription's UID;
+// the new Subscription never progresses, and the garbage collector may delete the plan). For
+// every Subscription whose status.installPlanRef (or the deprecated status.installplan) names an
+// InstallPlan in its namespace that does not name the Subscription as an owner, it adds the
+// reference OLM itself writes and drops references to Subscriptions that no longer exist; all
+// other ownerReferences stay. An InstallPlan that no existing Subscription owns or uses is
+// reported.
+type InstallPlanOwners struct{}
+
+// Name implements Rule.
+func (InstallPlanOwners) Name() string { return "installplan-owners" }
+
+// ReadsContent implements ContentReader.
+func (InstallPlanOwners) ReadsContent() []ContentRequest {
+	return []ContentRequest{subscriptionContent}
+}
+
+// subscriptionOwner is the ownerReference OLM writes on an InstallPlan for a Subscription.
+func subscriptionOwner(sub *Object) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         "operators.coreos.com/v1alpha1",
+		Kind:               "Subscription",
+		Name:               sub.Name,
+		UID:                sub.UID,
+		Controller:         ptr.To(false),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+}
+
+// planUse is a Subscription's reference to an InstallPlan.
+type planUse struct {
+	sub *Object
+	// field is the status field that holds the reference; uid, the plan UID it records.
+	field string
+	uid   types.UID
+}
+
+// Plan implements Rule.
+func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
+	uses := map[string][]planUse{} // by InstallPlan namespace/name
+	for _, sub := range view.List(subscriptions) {
+		if sub.DeletionTimestamp != nil {
+			continue
+		}
+		if name := nestedString(sub, "status", "installPlanRef", "name"); name != "" {
+			// An InstallPlan is always in its Subscription's namespace.
+			if ns := nestedString(sub, "status", "installPlanRef", "namespace"); ns == "" || ns == sub.Namespace {
+				uses[sub.Namespace+"/"+name] = append(uses[sub.Namespace+"/"+name],
+					planUse{sub, "status.installPlanRef", types.UID(nestedString(sub, "status", "installPlanRef", "uid"))})
+			}
+		} else if name := nestedString(sub, "status", "installplan", "name"); name != "" {
+			uses[sub.Namespace+"/"+name] = append(uses[sub.Namespace+"/"+name],
+				planUse{sub, "status.installplan", types.UID(nestedString(sub, "status", "installplan", "uuid"))})
+		}
+	}
+
+	var findings []Finding
+	for _, plan := range view.List(installPlans) {
+		if plan.DeletionTimestamp != nil {
+			continue
+		}
+		if f, ok := r.repair(view, plan, uses[plan.Namespace+"/"+plan.Name]); ok {
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
+
+func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
+	subsKnown := view.Observed(subscriptions, plan.Namespace)
+	var evidence []string
+	var add []metav1.OwnerReference
+	for _, use := range uses {
+		if use.uid != "" && use.uid != plan.UID {
+			continue // it names an earlier InstallPlan of the same name
+		}
+		evidence = append(evidence, fmt.Sprintf("Subscription %s (uid %s) names this InstallPlan in %s", use.sub.Name, use.sub.UID, use.field))
+		if !slices.ContainsFunc(plan.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == use.sub.UID }) {
+			add = append(add, subscriptionOwner(use.sub))
+		}
+	}
+	var stale []types.UID
+	liveOwners := 0
+	for _, ref := range plan.OwnerReferences {
+		if ref.Kind != "Subscription" || !strings.HasPrefix(ref.APIVersion, "operators.coreos.com/") {
+			continue
+		}
+		if owner, ok := view.ByUID(ref.UID); ok && owner.Resource.GroupResource() == subscriptions {
+			liveOwners++
+			continue
+		}
+		if subsKnown {
+			stale = append(stale, ref.UID)
+			evidence = append(evidence, fmt.Sprintf("ownerReference to Subscription %s (uid %s): no such Subscription in %s", ref.Name, ref.UID, plan.Namespace))
+		}
+	}
+
+	switch {
+	case len(add) > 0:
+		reason := fmt.Sprintf("not owned by Subscription %s, which uses it (operator-lifecycle-manager#3199)", add[0].Name)
+		if len(stale) > 0 {
+			reason += "; its owner is a deleted Subscription"
+		}
+		return Finding{
+			Rule:     r.Name(),
+			Severity: SeverityWarning,
+			Object:   plan.Ref(),
+			Reason:   reason,
+			Evidence: evidence,
+			Action:   SetOwnerReferences{Add: add, Remove: stale},
+		}, true
+	case len(uses) == 0 && liveOwners == 0 && subsKnown:
+		return Finding{
+			Rule:     r.Name(),
+			Severity: SeverityInfo,
+			Object:   plan.Ref(),
+			Reason:   "orphaned InstallPlan: no Subscription owns it or uses it",
+			Evidence: append(evidence, fmt.Sprintf("no Subscription in %s names it in status.installPlanRef or status.installplan", plan.Namespace)),
+		}, true
+	}
+	return Finding{}, false
+}

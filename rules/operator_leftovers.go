@@ -1,0 +1,180 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// OperatorLeftovers reports what a deleted Subscription left behind (F2): every object in the
+// status.components.refs of its cluster-scoped Operator (operators.coreos.com/v1, named
+// <package>.<namespace>), and the Operator itself; and every ClusterServiceVersion that no
+// Subscription in its namespace installed (OLM's copies excluded). It only reports, unless the
+// kind is listed in Delete (rules.operator-leftovers.delete): then it deletes, with a UID
+// precondition. A CustomResourceDefinition is deleted only when listed explicitly, since that
+// deletes every custom resource of it, and never while a ClusterServiceVersion still owns or
+// requires it.
+type OperatorLeftovers struct {
+	// Delete lists the kinds to delete ("ClusterServiceVersion", "InstallPlan", …).
+	Delete []string
+}
+
+// Name implements Rule.
+func (OperatorLeftovers) Name() string { return "operator-leftovers" }
+
+// ReadsContent implements ContentReader.
+func (OperatorLeftovers) ReadsContent() []ContentRequest {
+	return []ContentRequest{
+		subscriptionContent,
+		{Resource: olmOperators, Fields: []string{"status.components.refs"}},
+		{Resource: clusterServiceVersions, Fields: []string{"spec.customresourcedefinitions"}},
+	}
+}
+
+// leftover is an object found left behind, with why.
+type leftover struct {
+	obj      *Object
+	reason   string
+	evidence []string
+}
+
+// Plan implements Rule.
+func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
+	var leftovers []leftover
+	found := map[types.UID]bool{} // an object listed twice is reported once
+	add := func(obj *Object, reason string, evidence ...string) {
+		if !found[obj.UID] && obj.DeletionTimestamp == nil {
+			found[obj.UID] = true
+			leftovers = append(leftovers, leftover{obj, reason, evidence})
+		}
+	}
+
+	for _, op := range view.List(olmOperators) {
+		pkg, ns, ok := splitOperatorName(op.Name)
+		if !ok || !view.Observed(subscriptions, ns) || subscriptionFor(view, op.Name, pkg, ns) != nil {
+			continue
+		}
+		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", ns, pkg, pkg, op.Name)
+		refs, _, _ := unstructured.NestedSlice(op.Content, "status", "components", "refs")
+		for _, ref := range refs {
+			if obj, ok := referenced(view, ref); ok { // else already gone
+				add(obj, "subscription deleted; left behind", fmt.Sprintf("Operator %s lists it in status.components.refs", op.Name), gone)
+			}
+		}
+		add(op, "subscription deleted; left behind", fmt.Sprintf("the Operator of package %s in namespace %s", pkg, ns), gone)
+	}
+	for _, csv := range view.List(clusterServiceVersions) {
+		if _, copied := csv.Labels["olm.copiedFrom"]; copied || !view.Observed(subscriptions, csv.Namespace) || installed(view, csv) {
+			continue
+		}
+		add(csv, "no Subscription installed it; left behind",
+			fmt.Sprintf("no Subscription in namespace %s has it as status.installedCSV or status.currentCSV, or is of the operator it is labelled with", csv.Namespace))
+	}
+
+	findings := make([]Finding, 0, len(leftovers))
+	for _, l := range leftovers {
+		findings = append(findings, r.finding(view, l, found))
+	}
+	return findings
+}
+
+// subscriptionFor returns the Subscription of an Operator: by its label, its name or its package.
+func subscriptionFor(view *View, operator, pkg, namespace string) *Object {
+	for _, sub := range view.List(subscriptions) {
+		if sub.Namespace != namespace {
+			continue
+		}
+		if _, labelled := sub.Labels["operators.coreos.com/"+operator]; labelled || sub.Name == pkg || nestedString(sub, "spec", "name") == pkg {
+			return sub
+		}
+	}
+	return nil
+}
+
+// installed reports whether a Subscription in the CSV's namespace installed it: it has the CSV in
+// its status, or it is the Subscription of the operator OLM labelled the CSV with
+// (operators.coreos.com/<package>.<namespace>).
+func installed(view *View, csv *Object) bool {
+	for _, sub := range view.List(subscriptions) {
+		if sub.Namespace == csv.Namespace && (nestedString(sub, "status", "installedCSV") == csv.Name || nestedString(sub, "status", "currentCSV") == csv.Name) {
+			return true
+		}
+	}
+	for key := range csv.Labels {
+		operator, ok := strings.CutPrefix(key, "operators.coreos.com/")
+		if pkg, ns, valid := splitOperatorName(operator); ok && valid && ns == csv.Namespace && subscriptionFor(view, operator, pkg, ns) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// referenced returns the object a status.components.refs entry names.
+func referenced(view *View, ref any) (*Object, bool) {
+	m, _ := ref.(map[string]any)
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	name, _ := m["name"].(string)
+	namespace, _ := m["namespace"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || name == "" {
+		return nil, false
+	}
+	r, ok := view.ResourceFor(gv.WithKind(kind).GroupKind())
+	if !ok {
+		return nil, false
+	}
+	if !r.Namespaced {
+		namespace = ""
+	}
+	return view.Get(r.GroupResource(), namespace, name)
+}
+
+// finding reports a leftover, with a delete that needs an opt-in for its kind. A CRD still used by
+// a ClusterServiceVersion that is not itself left behind is never deleted.
+func (r OperatorLeftovers) finding(view *View, l leftover, leftovers map[types.UID]bool) Finding {
+	f := Finding{
+		Rule:     r.Name(),
+		Severity: SeverityWarning,
+		Object:   l.obj.Ref(),
+		Reason:   l.reason,
+		Evidence: l.evidence,
+		Action:   Delete{},
+	}
+	kind := l.obj.Resource.Kind
+	if l.obj.Resource.GroupResource() == customResourceDefinitions {
+		f.Evidence = append(f.Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
+		if users := crdUsers(view, l.obj.Name, leftovers); len(users) > 0 {
+			f.Evidence = append(f.Evidence, "still owned or required by "+strings.Join(users, ", ")+": not deleted")
+			f.Action = nil
+			return f
+		}
+	}
+	if !slices.Contains(r.Delete, kind) {
+		f.OptIn = fmt.Sprintf("rules.operator-leftovers.delete: [%s]", kind)
+	}
+	return f
+}
+
+// crdUsers names the ClusterServiceVersions (not copies, not leftovers) that own or require a CRD.
+func crdUsers(view *View, crdName string, leftovers map[types.UID]bool) []string {
+	var users []string
+	for _, csv := range view.List(clusterServiceVersions) {
+		if _, copied := csv.Labels["olm.copiedFrom"]; copied || leftovers[csv.UID] {
+			continue
+		}
+		for _, field := range []string{"owned", "required"} {
+			list, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", field)
+			if slices.ContainsFunc(list, func(d any) bool { m, _ := d.(map[string]any); return m["name"] == crdName }) {
+				users = append(users, "ClusterServiceVersion "+csv.Namespace+"/"+csv.Name)
+				break
+			}
+		}
+	}
+	return users
+}
