@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -94,6 +95,8 @@ func fill(manifests, namespace, name string) string {
 	}
 	return manifests
 }
+
+var subscriptionsGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
 
 // create creates manifests (see fill). When the test ends, the objects are released from their
 // finalizers and deleted, so that no test sees another's debris or operators.
