@@ -1,5 +1,6 @@
-// Command demo starts a real kube-apiserver and etcd, seeds the debris of an uninstalled
-// logging-operator and an uninstalled OLM, and prints operator-sweeper's dry-run report of it.
+// Command demo starts a real kube-apiserver and etcd, seeds the field cases of uninstalled and
+// broken operators (OLM v0, logging-operator, a lost node), and prints operator-sweeper's dry-run
+// report of it.
 // `make demo` builds everything and runs it.
 package main
 
@@ -41,8 +42,9 @@ func run(ctx context.Context, sweeper string, keep bool, extraArgs []string) err
 	if err := cluster.SeedDemo(ctx, c); err != nil {
 		return err
 	}
-	// The debris is seconds old, so the demo does not wait for the default --min-terminating-age.
-	args := append([]string{"--kubeconfig", c.Kubeconfig, "--min-terminating-age=0s", "--log-level=warn"}, extraArgs...)
+	// The debris is seconds old, so the demo does not wait for the default --min-terminating-age
+	// and --catalog-pod-slack.
+	args := append([]string{"--kubeconfig", c.Kubeconfig, "--min-terminating-age=0s", "--catalog-pod-slack=0s", "--log-level=warn"}, extraArgs...)
 	fmt.Fprintf(os.Stderr, "demo: seeded sample debris; running: %s %v\n\n", sweeper, args)
 	cmd := exec.CommandContext(ctx, sweeper, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -50,7 +52,7 @@ func run(ctx context.Context, sweeper string, keep bool, extraArgs []string) err
 		return fmt.Errorf("%s: %w", sweeper, err)
 	}
 	if keep {
-		fmt.Fprintf(os.Stderr, "\ndemo: the cluster keeps running; try:\n  %s --kubeconfig %s --min-terminating-age=0s -o yaml\nPress Ctrl-C to stop it.\n", sweeper, c.Kubeconfig)
+		fmt.Fprintf(os.Stderr, "\ndemo: the cluster keeps running; try:\n  %s --kubeconfig %s --min-terminating-age=0s --catalog-pod-slack=0s -o yaml\nPress Ctrl-C to stop it.\n", sweeper, c.Kubeconfig)
 		<-ctx.Done()
 	}
 	return nil

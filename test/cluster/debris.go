@@ -3,120 +3,50 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DemoDebris is what an uninstalled logging-operator and an uninstalled OLM leave behind, plus
-// one object whose finalizer no known operator owns. Everything in it is Terminating.
-const DemoDebris = `
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: Logging
-metadata:
-  name: all-to-file
-  finalizers:
-  - fluentdconfig.logging.banzaicloud.io/finalizer
-  - syslogngconfig.logging.banzaicloud.io/finalizer
-  - telemetrycontroller.logging.banzaicloud.io/finalizer
-spec:
-  controlNamespace: logging
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: SyslogNGConfig
-metadata:
-  name: syslog-ng
-  namespace: logging
-  finalizers:
-  - syslogngconfig.logging.banzaicloud.io/finalizer
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: FluentdConfig
-metadata:
-  name: fluentd
-  namespace: logging
-  finalizers:
-  - fluentdconfig.logging.banzaicloud.io/finalizer
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: ClusterServiceVersion
-metadata:
-  name: etcdoperator.v0.9.4
-  namespace: operators
-  finalizers:
-  - operators.coreos.com/csv-cleanup
-spec:
-  displayName: etcd
-  install:
-    strategy: deployment
-    spec:
-      deployments: []
----
+// DemoNamespaces are where SeedDemo puts each field case.
+var DemoNamespaces = struct{ F1, F2, F3, F4, F5, Unknown string }{
+	F1: "operators", F2: "team-a", F3: "team-b", F4: "logging", F5: "olm", Unknown: "shop",
+}
+
+// unknownOwner is an object whose finalizer no known operator owns.
+const unknownOwner = `
 apiVersion: v1
 kind: ConfigMap
-metadata:
-  name: checkout-settings
-  namespace: shop
-  finalizers:
-  - shop.example.com/archive
-data:
-  currency: EUR
+metadata: {name: checkout-settings, namespace: NAMESPACE, finalizers: [shop.example.com/archive]}
+data: {currency: EUR}
 `
 
-// DemoAlive is what is not Terminating: the namespaces, a healthy object, and the RBAC OLM made
-// for the CSV, which its csv-cleanup finalizer stands for.
-const DemoAlive = `
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: logging
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: operators
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: shop
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: storefront
-  namespace: shop
-data:
-  theme: dark
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: etcdoperator.v0.9.4-7d9f8
-  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: operators, olm.owner.kind: ClusterServiceVersion}
-rules:
-- {apiGroups: [etcd.database.coreos.com], resources: [etcdclusters], verbs: [get, list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: etcdoperator.v0.9.4-7d9f8
-  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: operators, olm.owner.kind: ClusterServiceVersion}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: etcdoperator.v0.9.4-7d9f8}
-subjects:
-- {kind: ServiceAccount, name: etcd-operator, namespace: operators}
-`
-
-// SeedDemo creates the demo's debris and leaves it Terminating. The logging namespace is deleted
-// too and, with its objects stuck, hangs Terminating as in the field.
+// SeedDemo seeds every field case, with OLM and logging-operator uninstalled, and an object whose
+// finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of one
+// second, which SeedDemo waits out, so that the demo can run with --catalog-pod-slack=0s.
 func SeedDemo(ctx context.Context, c *Cluster) error {
-	if _, err := c.Create(ctx, DemoAlive); err != nil {
-		return fmt.Errorf("seed healthy objects: %w", err)
+	ns := DemoNamespaces
+	for _, name := range []string{ns.F1, ns.F2, ns.F3, ns.F4, ns.F5, ns.Unknown} {
+		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
 	}
-	if _, err := c.Terminate(ctx, DemoDebris); err != nil {
-		return fmt.Errorf("seed debris: %w", err)
+	seeds := []func() (Seeded, error){
+		func() (Seeded, error) { return c.SeedF1(ctx, ns.F1) },
+		func() (Seeded, error) { return c.SeedF2(ctx, ns.F2) },
+		func() (Seeded, error) { return c.SeedF3(ctx, ns.F3, false) },
+		func() (Seeded, error) { return c.SeedF4(ctx, ns.F4) },
+		func() (Seeded, error) { return c.SeedF5(ctx, ns.F5, time.Second) },
 	}
-	if err := c.Kube.CoreV1().Namespaces().Delete(ctx, "logging", metav1.DeleteOptions{}); err != nil {
-		return fmt.Errorf("delete namespace logging: %w", err)
+	for i, seed := range seeds {
+		if _, err := seed(); err != nil {
+			return fmt.Errorf("seed field case F%d: %w", i+1, err)
+		}
 	}
+	if _, err := c.Terminate(ctx, Fill(unknownOwner, ns.Unknown)); err != nil {
+		return fmt.Errorf("seed an object of unknown owner: %w", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the CatalogSource pods' grace period
 	return nil
 }

@@ -122,6 +122,17 @@ func terminate(t testing.TB, namespace, manifests string) []*unstructured.Unstru
 	return deleted
 }
 
+// seeded returns a function that takes what a field case seeded and removes it when the test ends:
+// seeded(t)(testCluster.SeedF4(ctx, ns)).
+func seeded(t testing.TB) func(cluster.Seeded, error) cluster.Seeded {
+	return func(s cluster.Seeded, err error) cluster.Seeded {
+		t.Helper()
+		t.Cleanup(func() { remove(t, s.Objects) })
+		require.NoError(t, err)
+		return s
+	}
+}
+
 func remove(t testing.TB, objs []*unstructured.Unstructured) {
 	for _, obj := range slices.Backward(objs) {
 		client, _, err := testCluster.Resource(obj)

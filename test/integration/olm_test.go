@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,58 +14,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
-
-// f3Field reproduces operator-lifecycle-manager#3199 as it happens in the field: a Manual
-// Subscription A and the InstallPlan OLM made for it (owned by A, as OLM writes it, next to an
-// unrelated owner); A is deleted; B, of the same name, Automatic, takes the plan over in its
-// status. It returns the plan.
-func f3Field(t *testing.T, ns string, legacyStatus bool) *unstructured.Unstructured {
-	t.Helper()
-	subA := create(t, ns, `
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: etcd, namespace: NAMESPACE}
-spec: {channel: singlenamespace-alpha, name: etcd, source: operatorhubio-catalog, sourceNamespace: olm, installPlanApproval: Manual}
-`)[0]
-	keep := create(t, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep, namespace: NAMESPACE}\n")[0]
-	plan := create(t, ns, fmt.Sprintf(`
-apiVersion: operators.coreos.com/v1alpha1
-kind: InstallPlan
-metadata:
-  name: install-abcde
-  namespace: NAMESPACE
-  ownerReferences:
-  - {apiVersion: operators.coreos.com/v1alpha1, kind: Subscription, name: etcd, uid: %s, controller: false, blockOwnerDeletion: false}
-  - {apiVersion: v1, kind: ConfigMap, name: keep, uid: %s}
-spec: {approval: Manual, approved: false, clusterServiceVersionNames: [etcdoperator.v0.9.4]}
-`, subA.GetUID(), keep.GetUID()))[0]
-	_, err := testCluster.Delete(context.Background(), subA)
-	require.NoError(t, err)
-
-	ref := fmt.Sprintf("installPlanRef: {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-abcde, namespace: NAMESPACE, uid: %s, resourceVersion: %q}",
-		plan.GetUID(), plan.GetResourceVersion())
-	if legacyStatus {
-		ref = fmt.Sprintf("installplan: {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-abcde, uuid: %s}", plan.GetUID())
-	}
-	create(t, ns, `
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: etcd, namespace: NAMESPACE}
-spec: {channel: singlenamespace-alpha, name: etcd, source: operatorhubio-catalog, sourceNamespace: olm, installPlanApproval: Automatic}
-status:
-  lastUpdated: "2026-11-23T10:00:00Z"
-  state: UpgradePending
-  `+ref+`
-`)
-	return plan
-}
 
 func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(map[bool]string{false: "installPlanRef", true: "installplan"}[legacy], func(t *testing.T) {
 			ns := newNamespace(t)
-			plan := f3Field(t, ns, legacy)
+			plan := seeded(t)(testCluster.SeedF3(context.Background(), ns, legacy)).Get("InstallPlan", "install-abcde")
 			subB, err := testCluster.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(context.Background(), "etcd", metav1.GetOptions{})
 			require.NoError(t, err)
 
@@ -93,58 +47,13 @@ func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 	}
 }
 
-// catalogPod is an OLM registry pod bound to a node, as OLM creates it.
-const catalogPod = `
-apiVersion: v1
-kind: Pod
-metadata:
-  name: NAME
-  namespace: NAMESPACE
-  labels: {olm.catalogSource: operatorhubio-catalog, olm.managed: "true", olm.pod-spec-hash: 5b6f7d}
-spec:
-  nodeName: NODE
-  containers: [{name: registry-server, image: quay.io/operatorhubio/catalog:latest}]
-`
-
-// lostNode creates a Node whose Ready condition is status since ago, as its node lifecycle
-// controller would write it.
-func lostNode(t *testing.T, name, status string, ago time.Duration) {
-	t.Helper()
-	since := time.Now().Add(-ago).UTC().Format(time.RFC3339)
-	create(t, "", fmt.Sprintf(`
-apiVersion: v1
-kind: Node
-metadata: {name: %s}
-status:
-  conditions:
-  - {type: Ready, status: %q, reason: NodeStatusUnknown, message: Kubelet stopped posting node status., lastHeartbeatTime: %q, lastTransitionTime: %q}
-`, name, status, since, since))
-}
-
 // TestF5CatalogPodsOnLostNodes: pods deleted with a grace period of 30s, on nodes whose kubelet
 // never answers, stay Terminating. The sweep runs two minutes later, past grace period and slack.
 func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 	ns := newNamespace(t)
-	cases := []struct {
-		pod, node   string
-		ready       string // "" for a node that does not exist
-		since       time.Duration
-		forceDelete bool
-	}{
-		{pod: "on-lost-node", node: ns + "-lost", ready: "Unknown", since: 10 * time.Minute, forceDelete: true},
-		{pod: "on-ready-node", node: ns + "-ready", ready: "True", since: time.Hour},
-		{pod: "on-node-lost-a-minute-ago", node: ns + "-flaky", ready: "Unknown", since: time.Minute},
-		{pod: "on-missing-node", node: ns + "-missing", forceDelete: true},
-	}
-	pods := map[string]*unstructured.Unstructured{}
-	for _, c := range cases {
-		if c.ready != "" {
-			lostNode(t, c.node, c.ready, c.since)
-		}
-		pod := create(t, ns, strings.ReplaceAll(fill(catalogPod, ns, c.pod), "NODE", c.node))[0]
-		require.NoError(t, testCluster.Kube.CoreV1().Pods(ns).Delete(context.Background(), c.pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}))
-		pods[c.pod] = current(t, pod)
-		require.NotNil(t, pods[c.pod].GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", c.pod)
+	f5 := seeded(t)(testCluster.SeedF5(context.Background(), ns, 30*time.Second))
+	for pod := range cluster.F5Pods {
+		require.NotNil(t, current(t, f5.Get("Pod", pod)).GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", pod)
 	}
 
 	ruleSet, err := sweepOptions().RuleSet()
@@ -155,15 +64,15 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 	for _, f := range ruleFindings(report, "catalog-pods", ns) {
 		findings[f.Object.Name] = f
 	}
-	for _, c := range cases {
-		f, found := findings[c.pod]
-		assert.Equal(t, c.forceDelete, found, "%s: finding", c.pod)
-		_, err := testCluster.Kube.CoreV1().Pods(ns).Get(context.Background(), c.pod, metav1.GetOptions{})
-		if !c.forceDelete {
-			assert.NoError(t, err, "%s is untouched", c.pod)
+	for pod, lost := range cluster.F5Pods {
+		f, found := findings[pod]
+		assert.Equal(t, lost, found, "%s: finding", pod)
+		_, err := testCluster.Kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if !lost {
+			assert.NoError(t, err, "%s is untouched", pod)
 			continue
 		}
-		assert.True(t, apierrors.IsNotFound(err), "%s is force-deleted: %v", c.pod, err)
+		assert.True(t, apierrors.IsNotFound(err), "%s is force-deleted: %v", pod, err)
 		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
 		require.NotNil(t, f.Action)
 		assert.Equal(t, "Delete", f.Action.Type)
@@ -174,54 +83,9 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 	assert.Equal(t, "stuck terminating: its node "+ns+"-missing no longer exists", findings["on-missing-node"].Reason)
 }
 
-// f2Field is what a deleted Subscription leaves: its Operator lists a CSV, an InstallPlan, a
-// ClusterRole and a CRD.
-const f2Field = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
-spec:
-  group: NAMESPACE.test.operator-sweeper.io
-  scope: Namespaced
-  names: {plural: etcdclusters, singular: etcdcluster, kind: EtcdCluster, listKind: EtcdClusterList}
-  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: ClusterServiceVersion
-metadata: {name: etcdoperator.v0.9.4, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
-spec:
-  displayName: etcd
-  install: {strategy: deployment, spec: {deployments: []}}
-  customresourcedefinitions:
-    owned: [{name: etcdclusters.NAMESPACE.test.operator-sweeper.io, version: v1, kind: EtcdCluster}]
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: InstallPlan
-metadata: {name: install-f2, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
-spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdoperator.v0.9.4]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: NAMESPACE-etcd, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
-rules: []
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: etcd.NAMESPACE}
-status:
-  components:
-    labelSelector:
-      matchExpressions: [{key: operators.coreos.com/etcd.NAMESPACE, operator: Exists}]
-    refs:
-    - {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion, name: etcdoperator.v0.9.4, namespace: NAMESPACE}
-    - {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-f2, namespace: NAMESPACE}
-    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: NAMESPACE-etcd}
-    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
-`
-
 func TestF2SubscriptionLeftovers(t *testing.T) {
 	ns := newNamespace(t)
-	objs := create(t, ns, f2Field)
+	objs := seeded(t)(testCluster.SeedF2(context.Background(), ns)).Objects
 	byKind := map[string]*unstructured.Unstructured{}
 	for _, obj := range objs {
 		byKind[obj.GetKind()] = obj

@@ -16,6 +16,7 @@ import (
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
 // The field cases walk the whole cluster, as the sweeper does: whether an operator is gone can
@@ -28,43 +29,7 @@ const (
 	csvCleanup         = "operators.coreos.com/csv-cleanup"
 )
 
-// f4Debris is what `helm uninstall` of logging-operator leaves behind (F4).
-const f4Debris = `
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: Logging
-metadata:
-  name: NAMESPACE
-  finalizers:
-  - fluentdconfig.logging.banzaicloud.io/finalizer
-  - syslogngconfig.logging.banzaicloud.io/finalizer
-  - telemetrycontroller.logging.banzaicloud.io/finalizer
-spec: {controlNamespace: NAMESPACE}
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: SyslogNGConfig
-metadata: {name: syslog-ng, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: FluentdConfig
-metadata: {name: fluentd, namespace: NAMESPACE, finalizers: [fluentdconfig.logging.banzaicloud.io/finalizer]}
-`
-
-// loggingOperator is the Deployment the logging-operator chart installs.
-const loggingOperator = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: logging-operator
-  namespace: NAMESPACE
-  labels: {app.kubernetes.io/name: logging-operator, app.kubernetes.io/instance: logging-operator}
-spec:
-  replicas: REPLICAS
-  selector: {matchLabels: {app.kubernetes.io/name: logging-operator}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: logging-operator}}
-    spec: {containers: [{name: logging-operator, image: ghcr.io/kube-logging/logging-operator:5.0.0}]}
-`
-
+// deployment is a Deployment manifest of cluster with its replicas.
 func deployment(manifest string, replicas string) string {
 	return strings.ReplaceAll(manifest, "REPLICAS", replicas)
 }
@@ -115,8 +80,7 @@ func current(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstruc
 // nothing left to do.
 func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	ns := newNamespace(t)
-	debris := terminate(t, ns, f4Debris)
-	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
+	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
 	// --dry-run=server sends the writes and changes nothing.
 	serverOpts := sweepOptions()
@@ -159,8 +123,8 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 // the finding names the controller.
 func TestF4OperatorStillRunning(t *testing.T) {
 	ns := newNamespace(t)
-	create(t, ns, deployment(loggingOperator, "1"))
-	debris := terminate(t, ns, f4Debris)
+	create(t, ns, deployment(cluster.LoggingOperator, "1"))
+	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
 	report := sweep(t, sweepOptions(), nil)
 
@@ -178,63 +142,14 @@ func TestF4OperatorStillRunning(t *testing.T) {
 	}
 }
 
-// f1Debris is a CSV left Terminating on OLM's cleanup finalizer, and the RBAC OLM made for it.
-const f1CSV = `
-apiVersion: operators.coreos.com/v1alpha1
-kind: ClusterServiceVersion
-metadata:
-  name: etcdoperator.v0.9.4
-  namespace: NAMESPACE
-  finalizers: [operators.coreos.com/csv-cleanup]
-  labels: {operators.coreos.com/etcd.NAMESPACE: ""}
-spec:
-  displayName: etcd
-  install: {strategy: deployment, spec: {deployments: []}}
-`
-
-const f1RBAC = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: NAMESPACE-role
-  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
-rules: [{apiGroups: [etcd.database.coreos.com], resources: [etcdclusters], verbs: [get, list, watch]}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: NAMESPACE-binding
-  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: NAMESPACE-role}
-subjects: [{kind: ServiceAccount, name: etcd-operator, namespace: NAMESPACE}]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: NAMESPACE-webhook
-  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion}
-webhooks: []
-`
-
-const olmOperator = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: olm-operator, namespace: NAMESPACE, labels: {app: olm-operator}}
-spec:
-  replicas: REPLICAS
-  selector: {matchLabels: {app: olm-operator}}
-  template:
-    metadata: {labels: {app: olm-operator}}
-    spec: {containers: [{name: olm-operator, image: quay.io/operator-framework/olm:v0.28.0}]}
-`
-
 // TestF1OLMScaledToZero: olm-operator exists with replicas 0. The CSV is not orphaned: a
 // warning, and nothing is touched.
 func TestF1OLMScaledToZero(t *testing.T) {
 	ns := newNamespace(t)
-	create(t, ns, deployment(olmOperator, "0"))
-	rbac := create(t, ns, f1RBAC)
-	csv := terminate(t, ns, f1CSV)[0]
+	create(t, ns, deployment(cluster.OLMOperator, "0"))
+	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
+	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
+	rbac := f1.Objects[:3]
 	opts := sweepOptions()
 	opts.RuleSettings.OLMRBAC.Delete = true
 
@@ -256,8 +171,9 @@ func TestF1OLMScaledToZero(t *testing.T) {
 // first, then the finalizer is released.
 func TestF1OLMUninstalled(t *testing.T) {
 	ns := newNamespace(t)
-	rbac := create(t, ns, f1RBAC)
-	csv := terminate(t, ns, f1CSV)[0]
+	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
+	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
+	rbac := f1.Objects[:3]
 	opts := sweepOptions()
 	opts.RuleSettings.OLMRBAC.Delete = true
 	rec := &recorder{}
@@ -301,8 +217,9 @@ func TestF1OLMUninstalled(t *testing.T) {
 // that stands for it.
 func TestF1WithoutOptIn(t *testing.T) {
 	ns := newNamespace(t)
-	rbac := create(t, ns, f1RBAC)
-	csv := terminate(t, ns, f1CSV)[0]
+	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
+	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
+	rbac := f1.Objects[:3]
 
 	report := sweep(t, sweepOptions(), nil)
 

@@ -1,0 +1,305 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+)
+
+// The field cases of DESIGN §1, seeded as they happen in a cluster: each in a namespace of its
+// own, cluster-scoped objects named after that namespace. In manifests, NAMESPACE stands for it.
+
+// Fill replaces NAMESPACE in manifests.
+func Fill(manifests, namespace string) string {
+	return strings.ReplaceAll(manifests, "NAMESPACE", namespace)
+}
+
+// Seeded is what a field case created and left in place.
+type Seeded struct {
+	Objects []*unstructured.Unstructured
+}
+
+// Get returns the seeded object of a kind and name, or nil.
+func (s Seeded) Get(kind, name string) *unstructured.Unstructured {
+	for _, obj := range s.Objects {
+		if obj.GetKind() == kind && obj.GetName() == name {
+			return obj
+		}
+	}
+	return nil
+}
+
+func (s *Seeded) add(objs []*unstructured.Unstructured, err error) error {
+	s.Objects = append(s.Objects, objs...)
+	return err
+}
+
+// F1CSV is a ClusterServiceVersion OLM marked with its csv-cleanup finalizer.
+const F1CSV = `
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: etcdoperator.v0.9.4
+  namespace: NAMESPACE
+  finalizers: [operators.coreos.com/csv-cleanup]
+  labels: {operators.coreos.com/etcd.NAMESPACE: ""}
+spec:
+  displayName: etcd
+  install: {strategy: deployment, spec: {deployments: []}}
+`
+
+// F1Cleanup is what OLM created for the CSV and its csv-cleanup finalizer deletes.
+const F1Cleanup = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: NAMESPACE-role
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
+rules: [{apiGroups: [etcd.database.coreos.com], resources: [etcdclusters], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: NAMESPACE-binding
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion, operators.coreos.com/etcd.NAMESPACE: ""}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: NAMESPACE-role}
+subjects: [{kind: ServiceAccount, name: etcd-operator, namespace: NAMESPACE}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: NAMESPACE-webhook
+  labels: {olm.owner: etcdoperator.v0.9.4, olm.owner.namespace: NAMESPACE, olm.owner.kind: ClusterServiceVersion}
+webhooks: []
+`
+
+// OLMOperator is OLM v0's olm-operator Deployment; REPLICAS stands for its replicas.
+const OLMOperator = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: olm-operator, namespace: NAMESPACE, labels: {app: olm-operator}}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: olm-operator}}
+  template:
+    metadata: {labels: {app: olm-operator}}
+    spec: {containers: [{name: olm-operator, image: quay.io/operator-framework/olm:v0.28.0}]}
+`
+
+// SeedF1 leaves a CSV Terminating on OLM's csv-cleanup finalizer, with the RBAC and webhook
+// configuration the finalizer stands for; whether OLM is there is up to the caller.
+func (c *Cluster) SeedF1(ctx context.Context, namespace string) (Seeded, error) {
+	var s Seeded
+	if err := s.add(c.Create(ctx, Fill(F1Cleanup, namespace))); err != nil {
+		return s, err
+	}
+	return s, s.add(c.Terminate(ctx, Fill(F1CSV, namespace)))
+}
+
+// F2Leftovers is what a deleted Subscription leaves: its Operator lists a CSV, an InstallPlan, a
+// ClusterRole and a CRD.
+const F2Leftovers = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
+spec:
+  group: NAMESPACE.test.operator-sweeper.io
+  scope: Namespaced
+  names: {plural: etcdclusters, singular: etcdcluster, kind: EtcdCluster, listKind: EtcdClusterList}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata: {name: etcdoperator.v0.9.4, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
+spec:
+  displayName: etcd
+  install: {strategy: deployment, spec: {deployments: []}}
+  customresourcedefinitions:
+    owned: [{name: etcdclusters.NAMESPACE.test.operator-sweeper.io, version: v1, kind: EtcdCluster}]
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: InstallPlan
+metadata: {name: install-f2, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
+spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdoperator.v0.9.4]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: NAMESPACE-etcd, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
+rules: []
+---
+apiVersion: operators.coreos.com/v1
+kind: Operator
+metadata: {name: etcd.NAMESPACE}
+status:
+  components:
+    labelSelector:
+      matchExpressions: [{key: operators.coreos.com/etcd.NAMESPACE, operator: Exists}]
+    refs:
+    - {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion, name: etcdoperator.v0.9.4, namespace: NAMESPACE}
+    - {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-f2, namespace: NAMESPACE}
+    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: NAMESPACE-etcd}
+    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
+`
+
+// SeedF2 leaves what a deleted Subscription leaves.
+func (c *Cluster) SeedF2(ctx context.Context, namespace string) (Seeded, error) {
+	var s Seeded
+	return s, s.add(c.Create(ctx, Fill(F2Leftovers, namespace)))
+}
+
+// SeedF3 reproduces operator-lifecycle-manager#3199 as it happens: a Manual Subscription and the
+// InstallPlan OLM made for it (owned by it, as OLM writes it, next to an unrelated owner); the
+// Subscription is deleted, and one of the same name, Automatic, takes the plan over in
+// status.installPlanRef, or in the deprecated status.installplan if legacy.
+func (c *Cluster) SeedF3(ctx context.Context, namespace string, legacy bool) (Seeded, error) {
+	var s Seeded
+	const subscription = `
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: etcd, namespace: NAMESPACE}
+spec: {channel: singlenamespace-alpha, name: etcd, source: operatorhubio-catalog, sourceNamespace: olm, installPlanApproval: APPROVAL}
+`
+	manual, err := c.Create(ctx, Fill(strings.ReplaceAll(subscription, "APPROVAL", "Manual"), namespace))
+	if err != nil {
+		return s, err
+	}
+	if err := s.add(c.Create(ctx, Fill("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep, namespace: NAMESPACE}\n", namespace))); err != nil {
+		return s, err
+	}
+	plan := fmt.Sprintf(`
+apiVersion: operators.coreos.com/v1alpha1
+kind: InstallPlan
+metadata:
+  name: install-abcde
+  namespace: NAMESPACE
+  ownerReferences:
+  - {apiVersion: operators.coreos.com/v1alpha1, kind: Subscription, name: etcd, uid: %s, controller: false, blockOwnerDeletion: false}
+  - {apiVersion: v1, kind: ConfigMap, name: keep, uid: %s}
+spec: {approval: Manual, approved: false, clusterServiceVersionNames: [etcdoperator.v0.9.4]}
+`, manual[0].GetUID(), s.Objects[0].GetUID())
+	if err := s.add(c.Create(ctx, Fill(plan, namespace))); err != nil {
+		return s, err
+	}
+	if _, err := c.Delete(ctx, manual[0]); err != nil {
+		return s, err
+	}
+	installPlan := s.Get("InstallPlan", "install-abcde")
+	ref := fmt.Sprintf("installPlanRef: {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-abcde, namespace: NAMESPACE, uid: %s, resourceVersion: %q}",
+		installPlan.GetUID(), installPlan.GetResourceVersion())
+	if legacy {
+		ref = fmt.Sprintf("installplan: {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-abcde, uuid: %s}", installPlan.GetUID())
+	}
+	automatic := strings.ReplaceAll(subscription, "APPROVAL", "Automatic") +
+		"status:\n  lastUpdated: \"2026-11-23T10:00:00Z\"\n  state: UpgradePending\n  " + ref + "\n"
+	return s, s.add(c.Create(ctx, Fill(automatic, namespace)))
+}
+
+// LoggingOperator is the Deployment the logging-operator chart installs; REPLICAS stands for its
+// replicas.
+const LoggingOperator = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: logging-operator
+  namespace: NAMESPACE
+  labels: {app.kubernetes.io/name: logging-operator, app.kubernetes.io/instance: logging-operator}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app.kubernetes.io/name: logging-operator}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: logging-operator}}
+    spec: {containers: [{name: logging-operator, image: ghcr.io/kube-logging/logging-operator:5.0.0}]}
+`
+
+// F4Debris is what `helm uninstall` of logging-operator leaves behind. Upstream puts all three
+// finalizers on Logging; the configs carry theirs as the field reports describe.
+const F4Debris = `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: Logging
+metadata:
+  name: NAMESPACE
+  finalizers:
+  - fluentdconfig.logging.banzaicloud.io/finalizer
+  - syslogngconfig.logging.banzaicloud.io/finalizer
+  - telemetrycontroller.logging.banzaicloud.io/finalizer
+spec: {controlNamespace: NAMESPACE}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: syslog-ng, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: FluentdConfig
+metadata: {name: fluentd, namespace: NAMESPACE, finalizers: [fluentdconfig.logging.banzaicloud.io/finalizer]}
+`
+
+// SeedF4 leaves logging-operator's objects Terminating on its finalizers, and their namespace
+// with them; whether logging-operator is there is up to the caller.
+func (c *Cluster) SeedF4(ctx context.Context, namespace string) (Seeded, error) {
+	var s Seeded
+	if err := s.add(c.Terminate(ctx, Fill(F4Debris, namespace))); err != nil {
+		return s, err
+	}
+	return s, c.Kube.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+}
+
+// CatalogPod is an OLM registry pod bound to node NODE.
+const CatalogPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: POD
+  namespace: NAMESPACE
+  labels: {olm.catalogSource: operatorhubio-catalog, olm.managed: "true", olm.pod-spec-hash: 5b6f7d}
+spec:
+  nodeName: NODE
+  containers: [{name: registry-server, image: quay.io/operatorhubio/catalog:latest}]
+`
+
+// F5Pods are the pods SeedF5 leaves, and whether they are on a lost node: Unknown for 10
+// minutes, or gone. The others are on a Ready node, and on one Unknown for a minute.
+var F5Pods = map[string]bool{
+	"on-lost-node":              true,
+	"on-missing-node":           true,
+	"on-ready-node":             false,
+	"on-node-lost-a-minute-ago": false,
+}
+
+// SeedF5 leaves CatalogSource pods Terminating, deleted with a grace period that no kubelet
+// confirms, on nodes named after the namespace.
+func (c *Cluster) SeedF5(ctx context.Context, namespace string, grace time.Duration) (Seeded, error) {
+	var s Seeded
+	node := func(name, status string, ago time.Duration) error {
+		since := time.Now().Add(-ago).UTC().Format(time.RFC3339)
+		return s.add(c.Create(ctx, fmt.Sprintf(`
+apiVersion: v1
+kind: Node
+metadata: {name: %s-%s}
+status:
+  conditions:
+  - {type: Ready, status: %q, reason: NodeStatusUnknown, message: Kubelet stopped posting node status., lastHeartbeatTime: %q, lastTransitionTime: %q}
+`, namespace, name, status, since, since)))
+	}
+	for _, err := range []error{node("lost", "Unknown", 10*time.Minute), node("ready", "True", time.Hour), node("flaky", "Unknown", time.Minute)} {
+		if err != nil {
+			return s, err
+		}
+	}
+	for pod, nodeName := range map[string]string{"on-lost-node": "lost", "on-missing-node": "missing", "on-ready-node": "ready", "on-node-lost-a-minute-ago": "flaky"} {
+		manifest := strings.NewReplacer("POD", pod, "NODE", namespace+"-"+nodeName).Replace(Fill(CatalogPod, namespace))
+		created, err := c.Create(ctx, manifest)
+		if err != nil {
+			return s, err
+		}
+		if err := c.Kube.CoreV1().Pods(namespace).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(grace.Seconds()))}); err != nil {
+			return s, fmt.Errorf("delete pod %s/%s: %w", namespace, pod, err)
+		}
+		s.Objects = append(s.Objects, created...)
+	}
+	return s, nil
+}
