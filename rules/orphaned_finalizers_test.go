@@ -200,10 +200,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
-			var findings []Finding
-			for _, f := range rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...)) {
-				findings = append(findings, f)
-			}
+			findings := rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 			if tt.wantNone {
 				assert.Empty(t, findings)
 				return
