@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // OrphanedFinalizers releases objects stuck Terminating on a finalizer whose operator is gone:
@@ -133,14 +132,7 @@ func (f *facts) releaseSecret(namespace, release string) string {
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	facts := &facts{view: view, controllers: map[string]controllerStatus{}, releases: map[string]string{}}
-	for obj := range view.Objects() {
-		if obj.DeletionTimestamp == nil {
-			continue
-		}
-		age := view.Now().Sub(obj.DeletionTimestamp.Time)
-		if age < r.MinAge {
-			continue
-		}
+	for obj, age := range view.Terminating(r.MinAge) {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
 			if !builtIn(f) {
@@ -242,10 +234,9 @@ func olmLabel(obj *Object) (string, bool) {
 
 func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []verdict) Finding {
 	f := Finding{
-		Rule:   r.Name(),
-		Object: obj.Ref(),
-		Evidence: []string{fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
-			obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), r.MinAge)},
+		Rule:     r.Name(),
+		Object:   obj.Ref(),
+		Evidence: []string{terminatingSince(obj, age, r.MinAge)},
 	}
 	byDecision := map[decision][]verdict{}
 	for _, v := range verdicts {

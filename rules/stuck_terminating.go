@@ -26,20 +26,9 @@ func (StuckTerminating) Name() string { return "stuck-terminating" }
 func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	var contents map[string]namespaceContents // counted once, on the first stuck namespace
-	for obj := range view.Objects() {
-		if obj.DeletionTimestamp == nil {
-			continue
-		}
-		age := view.Now().Sub(obj.DeletionTimestamp.Time)
-		if age < r.MinAge {
-			continue
-		}
+	for obj, age := range view.Terminating(r.MinAge) {
 		waitingOn := "waiting on " + strings.Join(obj.Finalizers, ", ")
-		evidence := []string{
-			fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
-				obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), r.MinAge),
-			"finalizers: " + strings.Join(obj.Finalizers, ", "),
-		}
+		evidence := []string{terminatingSince(obj, age, r.MinAge), "finalizers: " + strings.Join(obj.Finalizers, ", ")}
 		if len(obj.Finalizers) == 0 {
 			waitingOn = "no finalizers"
 			evidence[1] = "no finalizers in metadata"
@@ -64,6 +53,12 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 		})
 	}
 	return findings
+}
+
+// terminatingSince is the evidence of how long an object has been terminating.
+func terminatingSince(obj *Object, age, threshold time.Duration) string {
+	return fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
+		obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), threshold)
 }
 
 var namespacesResource = schema.GroupResource{Resource: "namespaces"}

@@ -180,6 +180,21 @@ func (v *View) Objects() iter.Seq[*Object] {
 	}
 }
 
+// Terminating yields, in the order of Objects, the objects whose deletion was requested at least
+// minAge ago, with how long ago.
+func (v *View) Terminating(minAge time.Duration) iter.Seq2[*Object, time.Duration] {
+	return func(yield func(*Object, time.Duration) bool) {
+		for obj := range v.Objects() {
+			if obj.DeletionTimestamp == nil {
+				continue
+			}
+			if age := v.now.Sub(obj.DeletionTimestamp.Time); age >= minAge && !yield(obj, age) {
+				return
+			}
+		}
+	}
+}
+
 // List returns the objects of one resource, ordered by namespace and name.
 func (v *View) List(gr schema.GroupResource) []*Object {
 	return slices.Clone(v.objects[gr])
