@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 
 # Unit tests need no cluster; integration tests start a real kube-apiserver and etcd, built once
 # per machine by hack/testbin.sh into ~/.cache/operator-sweeper/testbin.
-UNIT_PACKAGES        := ./cmd/... ./rules/... ./sweeper/...
+UNIT_PACKAGES        := ./cmd/... ./rules/... ./sweeper/... ./manifests/...
 INTEGRATION_PACKAGES := ./test/...
 
 .PHONY: help
@@ -25,6 +25,10 @@ help: ## List the targets.
 build: ## Build a static bin/operator-sweeper (CGO_ENABLED=0, -trimpath, version stamped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/operator-sweeper
 
+.PHONY: tools
+tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool).
+	@hack/debian-tools.sh
+
 .PHONY: testbin
 testbin: ## Build (once) the kube-apiserver and etcd the tests and the demo run.
 	@hack/testbin.sh >/dev/null
@@ -34,14 +38,19 @@ demo: build testbin ## Start a local real API server with sample debris and prin
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) run ./hack/demo --sweeper $(BIN) $(DEMO_ARGS)
 
 .PHONY: test
-test: lint test-unit test-integration ## Everything CI runs: lint, unit and integration tests.
+test: lint test-unit test-alerts test-integration ## Everything CI runs: lint, unit, alert and integration tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster).
 	$(GO) test -race -count=1 $(UNIT_PACKAGES)
 
+.PHONY: test-alerts
+test-alerts: tools ## promtool checks and unit-tests the alerting rules.
+	promtool check rules manifests/alerts/operator-sweeper.rules.yaml
+	cd manifests/alerts && promtool test rules operator-sweeper.rules.test.yaml
+
 .PHONY: test-integration
-test-integration: testbin ## Integration tests against a real kube-apiserver and etcd.
+test-integration: testbin tools ## Integration tests against a real kube-apiserver, etcd and Pushgateway.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
 
 .PHONY: bench

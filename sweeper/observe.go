@@ -53,15 +53,19 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	}
 
 	results := make([]listResult, len(tasks))
+	progress := newProgress(e.Progress, len(tasks))
+	stop := progress.show(ctx)
 	var g errgroup.Group
 	g.SetLimit(e.Options.Concurrency)
 	for i, task := range tasks {
 		g.Go(func() error {
 			results[i] = e.list(ctx, task, filter)
+			progress.done(len(results[i].objects))
 			return nil
 		})
 	}
 	_ = g.Wait() // tasks report their errors in their results
+	stop()
 
 	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
 	var objects []*rules.Object

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -111,6 +113,24 @@ type Options struct {
 	LogLevel  string `json:"log-level,omitempty"`
 	// FailOnFindings makes a run with findings exit 3.
 	FailOnFindings bool `json:"fail-on-findings"`
+
+	// PushgatewayURL, if set, receives the run's metrics (env SWEEPER_PUSHGATEWAY_URL).
+	PushgatewayURL string `json:"pushgateway-url,omitempty"`
+	// PushgatewayTimeout bounds the push.
+	PushgatewayTimeout metav1.Duration `json:"pushgateway-timeout"`
+	// PushgatewayUsername and PushgatewayPasswordFile are basic-auth credentials.
+	PushgatewayUsername     string `json:"pushgateway-username,omitempty"`
+	PushgatewayPasswordFile string `json:"pushgateway-password-file,omitempty"`
+	// PushgatewayBearerTokenFile holds a bearer token, instead of basic auth.
+	PushgatewayBearerTokenFile string `json:"pushgateway-bearer-token-file,omitempty"`
+	// PushgatewayCAFile is the CA bundle that signs an HTTPS Pushgateway's certificate.
+	PushgatewayCAFile string `json:"pushgateway-ca-file,omitempty"`
+	// PushgatewayInsecureSkipVerify does not verify an HTTPS Pushgateway's certificate.
+	PushgatewayInsecureSkipVerify bool `json:"pushgateway-insecure-skip-verify"`
+	// PushGrouping adds key=value grouping labels to job and cluster.
+	PushGrouping []string `json:"push-grouping,omitempty"`
+	// RequirePush makes a failed push fail the run (exit 1); otherwise it is reported and logged.
+	RequirePush bool `json:"require-push"`
 }
 
 // RuleSettings is the "rules" section of the config file: one entry per rule.
@@ -168,6 +188,7 @@ func DefaultOptions() Options {
 		NodeNotReadyFor:     metav1.Duration{Duration: 5 * time.Minute},
 		LogFormat:           "text",
 		LogLevel:            "info",
+		PushgatewayTimeout:  metav1.Duration{Duration: 10 * time.Second},
 	}
 }
 
@@ -281,6 +302,9 @@ func (o Options) Validate() error {
 	if _, err := o.logLevel(); err != nil {
 		return err
 	}
+	if err := o.validatePush(); err != nil {
+		return err
+	}
 	if err := rules.ValidateFinalizerOwners(o.Finalizers); err != nil {
 		return inputErrorf("config: %w", err)
 	}
@@ -294,6 +318,52 @@ func (o Options) Validate() error {
 	}
 	_, err := o.RuleSet()
 	return err
+}
+
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+func (o Options) validatePush() error {
+	if o.PushgatewayURL == "" {
+		if o.RequirePush {
+			return inputErrorf("--require-push needs --pushgateway-url (or SWEEPER_PUSHGATEWAY_URL)")
+		}
+		return nil
+	}
+	u, err := url.Parse(o.PushgatewayURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return inputErrorf("--pushgateway-url %q is invalid: use http(s)://host:port", o.PushgatewayURL)
+	}
+	if o.PushgatewayTimeout.Duration <= 0 {
+		return inputErrorf("--pushgateway-timeout %s is invalid: it must be positive", o.PushgatewayTimeout.Duration)
+	}
+	if (o.PushgatewayUsername == "") != (o.PushgatewayPasswordFile == "") {
+		return inputErrorf("--pushgateway-username and --pushgateway-password-file go together")
+	}
+	if o.PushgatewayUsername != "" && o.PushgatewayBearerTokenFile != "" {
+		return inputErrorf("use either basic auth (--pushgateway-username) or --pushgateway-bearer-token-file, not both")
+	}
+	for flag, file := range map[string]string{
+		"--pushgateway-password-file":     o.PushgatewayPasswordFile,
+		"--pushgateway-bearer-token-file": o.PushgatewayBearerTokenFile,
+		"--pushgateway-ca-file":           o.PushgatewayCAFile,
+	} {
+		if file == "" {
+			continue
+		}
+		if _, err := os.Stat(file); err != nil {
+			return inputErrorf("%s: %w", flag, err)
+		}
+	}
+	for _, kv := range o.PushGrouping {
+		key, value, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || value == "" || !labelName.MatchString(key):
+			return inputErrorf("--push-grouping %q is invalid: use label=value", kv)
+		case key == "job" || key == "cluster":
+			return inputErrorf("--push-grouping %q: %s is set already (use --cluster)", kv, key)
+		}
+	}
+	return nil
 }
 
 func (o Options) logLevel() (slog.Level, error) {

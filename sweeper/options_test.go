@@ -43,6 +43,19 @@ func TestValidate(t *testing.T) {
 		{"empty pattern", func(o *Options) { o.ExcludeNamespaces = []string{""} }, `--exclude-namespaces: pattern "" is invalid`},
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},
 		{"log-level", func(o *Options) { o.LogLevel = "loud" }, `--log-level "loud" is invalid`},
+		{"pushgateway-url", func(o *Options) { o.PushgatewayURL = "pushgateway:9091" }, `--pushgateway-url "pushgateway:9091" is invalid: use http(s)://host:port`},
+		{"pushgateway-timeout", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushgatewayTimeout.Duration = 0 }, "--pushgateway-timeout 0s is invalid"},
+		{"require-push without url", func(o *Options) { o.RequirePush = true }, "--require-push needs --pushgateway-url"},
+		{"username without password", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushgatewayUsername = "u" }, "--pushgateway-username and --pushgateway-password-file go together"},
+		{"basic and bearer", func(o *Options) {
+			o.PushgatewayURL, o.PushgatewayUsername, o.PushgatewayPasswordFile, o.PushgatewayBearerTokenFile = "http://pg:9091", "u", "/etc/hostname", "/etc/hostname"
+		}, "use either basic auth"},
+		{"missing password file", func(o *Options) {
+			o.PushgatewayURL, o.PushgatewayUsername, o.PushgatewayPasswordFile = "http://pg:9091", "u", "/nonexistent/password"
+		}, "--pushgateway-password-file: stat /nonexistent/password: no such file or directory"},
+		{"grouping without value", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"region"} }, `--push-grouping "region" is invalid: use label=value`},
+		{"grouping bad label", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"my-region=eu"} }, `--push-grouping "my-region=eu" is invalid`},
+		{"grouping job", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"job=x"} }, `--push-grouping "job=x": job is set already`},
 		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
 	}
 	for _, tt := range tests {

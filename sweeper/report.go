@@ -176,13 +176,14 @@ func summarizeAction(action rules.Action) *ActionSummary {
 	return s
 }
 
-// Failed reports whether a stage failed as a whole or an action failed.
+// Failed reports whether a stage failed as a whole or an action failed. A failed push does not
+// count: it fails the run only with --require-push.
 func (r *Report) Failed() bool {
 	if r.Summary.Failed > 0 {
 		return true
 	}
 	for _, e := range r.Errors {
-		if e.Resource == "" {
+		if e.Resource == "" && e.Stage != StagePush {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,21 +56,35 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 		}
 		defer reportFile.Close()
 	}
+	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
+	runCtx := ctx
 	if opts.Timeout.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout.Duration)
+		runCtx, cancel = context.WithTimeout(ctx, opts.Timeout.Duration)
 		defer cancel()
 	}
 	clients, err := NewClients(config, opts, logger)
 	if err != nil {
 		return &InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
 	}
-	if err := clients.Ping(ctx, config.Host); err != nil {
+	if err := clients.Ping(runCtx, config.Host); err != nil {
 		return err
 	}
 
 	engine := &Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clock.RealClock{}, Logger: logger}
-	report := engine.Run(ctx)
+	if f, ok := streams.Err.(*os.File); ok && opts.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
+		engine.Progress = f
+	}
+	report := engine.Run(runCtx)
+	var pushErr error
+	if opts.PushgatewayURL != "" {
+		if pushErr = pushMetrics(ctx, opts, report, ruleNames(ruleSet)); pushErr != nil {
+			logger.ErrorContext(ctx, "metrics not pushed", "error", pushErr)
+			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: pushErr.Error()})
+		} else {
+			logger.InfoContext(ctx, "metrics pushed", "pushgateway", opts.PushgatewayURL, "job", PushJob, "cluster", opts.Cluster)
+		}
+	}
 	if err := report.Print(streams.Out, opts.Output); err != nil {
 		return fmt.Errorf("print the report: %w", err)
 	}
@@ -84,10 +99,20 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	switch {
 	case report.Failed():
 		return fmt.Errorf("%w: %s", ErrIncomplete, report.failure())
+	case opts.RequirePush && pushErr != nil:
+		return fmt.Errorf("%w: %v (--require-push)", ErrIncomplete, pushErr)
 	case opts.FailOnFindings && report.Summary.Findings > 0:
 		return fmt.Errorf("%w: %d findings (--fail-on-findings)", ErrFindings, report.Summary.Findings)
 	}
 	return nil
+}
+
+func ruleNames(ruleSet []rules.Rule) []string {
+	names := make([]string, 0, len(ruleSet))
+	for _, r := range ruleSet {
+		names = append(names, r.Name())
+	}
+	return names
 }
 
 func newLogger(opts Options, w io.Writer) *slog.Logger {
@@ -108,6 +133,8 @@ type Engine struct {
 	Rules  []rules.Rule
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
+	// Progress, if set, shows a progress line of the observe stage: a terminal.
+	Progress io.Writer
 }
 
 // plannedFinding is a finding with the rule that made it, which the applier needs to re-plan.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -12,8 +13,12 @@ import (
 
 var errVersion = errors.New("version requested")
 
-// parseOptions turns the command line into Options. Flags override the --config file: the file is
-// read onto the defaults, then the flags are parsed once more on top of it.
+// pushgatewayURLEnv names the environment variable the CronJob's Pushgateway overlay sets.
+const pushgatewayURLEnv = "SWEEPER_PUSHGATEWAY_URL"
+
+// parseOptions turns the command line into Options. Flags override the environment, which
+// overrides the --config file: a first parse finds --config, then the file is read onto the
+// defaults, the environment onto that, and the flags are parsed once more on top.
 func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 	opts := sweeper.DefaultOptions()
 	fs, showVersion := newFlagSet(&opts)
@@ -26,18 +31,21 @@ func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 	if fs.NArg() > 0 {
 		return opts, fs, fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only", fs.Arg(0))
 	}
-	if opts.ConfigFile == "" {
-		return opts, fs, nil
+	base := sweeper.DefaultOptions()
+	if opts.ConfigFile != "" {
+		var err error
+		if base, err = sweeper.LoadConfigFile(opts.ConfigFile, base); err != nil {
+			return base, fs, err
+		}
 	}
-	fromFile, err := sweeper.LoadConfigFile(opts.ConfigFile, sweeper.DefaultOptions())
-	if err != nil {
-		return opts, fs, err
+	if url, ok := os.LookupEnv(pushgatewayURLEnv); ok && url != "" {
+		base.PushgatewayURL = url
 	}
-	fs, _ = newFlagSet(&fromFile)
+	fs, _ = newFlagSet(&base)
 	if err := fs.Parse(args); err != nil {
-		return fromFile, fs, err
+		return base, fs, err
 	}
-	return fromFile, fs, nil
+	return base, fs, nil
 }
 
 // newFlagSet binds every flag to o; the defaults shown are o's current values.
@@ -71,6 +79,15 @@ func newFlagSet(o *sweeper.Options) (*pflag.FlagSet, *bool) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format on standard error: text or json.")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn or error.")
 	fs.BoolVar(&o.FailOnFindings, "fail-on-findings", o.FailOnFindings, "Exit 3 when there are findings.")
+	fs.StringVar(&o.PushgatewayURL, "pushgateway-url", o.PushgatewayURL, "Push the run's metrics to this Pushgateway (default: $SWEEPER_PUSHGATEWAY_URL; none if unset).")
+	fs.DurationVar(&o.PushgatewayTimeout.Duration, "pushgateway-timeout", o.PushgatewayTimeout.Duration, "Bound on the push.")
+	fs.StringVar(&o.PushgatewayUsername, "pushgateway-username", o.PushgatewayUsername, "Basic-auth user for the Pushgateway.")
+	fs.StringVar(&o.PushgatewayPasswordFile, "pushgateway-password-file", o.PushgatewayPasswordFile, "File with the basic-auth password.")
+	fs.StringVar(&o.PushgatewayBearerTokenFile, "pushgateway-bearer-token-file", o.PushgatewayBearerTokenFile, "File with a bearer token for the Pushgateway.")
+	fs.StringVar(&o.PushgatewayCAFile, "pushgateway-ca-file", o.PushgatewayCAFile, "CA bundle of an HTTPS Pushgateway.")
+	fs.BoolVar(&o.PushgatewayInsecureSkipVerify, "pushgateway-insecure-skip-verify", o.PushgatewayInsecureSkipVerify, "Do not verify an HTTPS Pushgateway's certificate.")
+	fs.StringSliceVar(&o.PushGrouping, "push-grouping", o.PushGrouping, "Extra grouping labels, key=value, next to job and cluster.")
+	fs.BoolVar(&o.RequirePush, "require-push", o.RequirePush, "Exit 1 when the push fails (default: report and log it).")
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	return fs, showVersion
 }

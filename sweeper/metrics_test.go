@@ -1,0 +1,64 @@
+package sweeper
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRegistry(t *testing.T) {
+	report := testReport()
+	reg := registry(report, []string{"stuck-terminating", "orphans", "quiet"}, true)
+
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP operator_sweeper_actions Actions of the last run, by rule, action type and outcome (planned, dry-run, applied, failed, skipped).
+# TYPE operator_sweeper_actions gauge
+operator_sweeper_actions{action="Delete",outcome="skipped",rule="orphans"} 1
+operator_sweeper_actions{action="RemoveFinalizers",outcome="applied",rule="orphans"} 1
+operator_sweeper_actions{action="RemoveFinalizers",outcome="dry-run",rule="orphans"} 1
+operator_sweeper_actions{action="SetOwnerReferences",outcome="failed",rule="orphans"} 1
+# HELP operator_sweeper_errors Problems of the last run, by stage; a resource that could not be listed counts under observe.
+# TYPE operator_sweeper_errors gauge
+operator_sweeper_errors{stage="inventory"} 0
+operator_sweeper_errors{stage="observe"} 1
+operator_sweeper_errors{stage="plan"} 0
+# HELP operator_sweeper_findings Findings of the last run, by rule and severity.
+# TYPE operator_sweeper_findings gauge
+operator_sweeper_findings{rule="orphans",severity="info"} 0
+operator_sweeper_findings{rule="orphans",severity="warning"} 4
+operator_sweeper_findings{rule="quiet",severity="info"} 0
+operator_sweeper_findings{rule="quiet",severity="warning"} 0
+operator_sweeper_findings{rule="stuck-terminating",severity="info"} 1
+operator_sweeper_findings{rule="stuck-terminating",severity="warning"} 0
+# HELP operator_sweeper_info The last run's version and dry-run mode; always 1.
+# TYPE operator_sweeper_info gauge
+operator_sweeper_info{mode="client",version="v1.2.3"} 1
+# HELP operator_sweeper_last_run_timestamp_seconds When the last run ended, in Unix seconds.
+# TYPE operator_sweeper_last_run_timestamp_seconds gauge
+operator_sweeper_last_run_timestamp_seconds 1.795435201e+09
+# HELP operator_sweeper_last_success_timestamp_seconds When the last run that had no failed stage or action ended, in Unix seconds.
+# TYPE operator_sweeper_last_success_timestamp_seconds gauge
+operator_sweeper_last_success_timestamp_seconds 1.795435201e+09
+# HELP operator_sweeper_objects_scanned Objects listed by the last run.
+# TYPE operator_sweeper_objects_scanned gauge
+operator_sweeper_objects_scanned 42
+# HELP operator_sweeper_resources_scanned Resource types listed by the last run.
+# TYPE operator_sweeper_resources_scanned gauge
+operator_sweeper_resources_scanned 3
+# HELP operator_sweeper_run_duration_seconds How long the last run took.
+# TYPE operator_sweeper_run_duration_seconds gauge
+operator_sweeper_run_duration_seconds 1.5
+`))
+	require.NoError(t, err)
+
+	failed := registry(report, nil, false)
+	families, err := failed.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		assert.NotEqual(t, "operator_sweeper_last_success_timestamp_seconds", mf.GetName(), "a failed run leaves the last success out")
+	}
+	assert.Len(t, families, 8)
+}
