@@ -1,8 +1,15 @@
 package sweeper
 
 import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -61,4 +68,42 @@ operator_sweeper_run_duration_seconds 1.5
 		assert.NotEqual(t, "operator_sweeper_last_success_timestamp_seconds", mf.GetName(), "a failed run leaves the last success out")
 	}
 	assert.Len(t, families, 8)
+}
+
+// TestPushOverTLSWithBearerToken checks the client side of a push: the CA file verifies the
+// gateway's certificate, the token file becomes the Authorization header, and PUT is used.
+func TestPushOverTLSWithBearerToken(t *testing.T) {
+	var method, auth string
+	gw := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method, auth = r.Method, r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer gw.Close()
+	dir := t.TempDir()
+	caFile, tokenFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: gw.Certificate().Raw}), 0o600))
+	require.NoError(t, os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600))
+
+	opts := DefaultOptions()
+	opts.Cluster = "prod"
+	opts.PushgatewayURL = gw.URL
+	opts.PushgatewayBearerTokenFile = tokenFile
+	opts.PushgatewayCAFile = caFile
+	require.NoError(t, opts.Validate())
+	succeeded := newReport(time.Now(), opts)
+	require.False(t, succeeded.Failed())
+	require.NoError(t, pushMetrics(context.Background(), opts, succeeded, nil))
+	assert.Equal(t, http.MethodPut, method, "a run without failures replaces its group")
+	assert.Equal(t, "Bearer t0ken", auth)
+
+	opts.PushgatewayCAFile = ""
+	err := pushMetrics(context.Background(), opts, succeeded, nil)
+	require.Error(t, err, "without the CA, the certificate is not trusted")
+	assert.Contains(t, err.Error(), "certificate")
+
+	opts.PushgatewayInsecureSkipVerify = true
+	failed := testReport()
+	require.True(t, failed.Failed())
+	require.NoError(t, pushMetrics(context.Background(), opts, failed, nil))
+	assert.Equal(t, http.MethodPost, method, "a failed run replaces only what it pushes")
 }
