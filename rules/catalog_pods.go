@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +39,11 @@ const catalogSourceLabel = "olm.catalogSource"
 
 // Name implements Rule.
 func (CatalogPods) Name() string { return "catalog-pods" }
+
+// PolicyRules implements Authorized.
+func (CatalogPods) PolicyRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{policyRule("", []string{"pods"}, "get", "delete")}
+}
 
 // ReadsContent implements ContentReader: the node and conditions of the pods it may act on, and
 // the conditions of nodes.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,16 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 		{Pattern: "catalogd.operatorframework.io/*", Controllers: []Controller{catalogd}},
 		{Pattern: "olm.operatorframework.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}}},
 	}
+}
+
+// finalizerResources are the resources the shipped mappings' finalizers are on, which
+// orphaned-finalizers patches. A mapping added in the config file for another operator needs its
+// resources added to the ClusterRole by hand: finalizer names do not say which kinds carry them.
+var finalizerResources = []rbacv1.PolicyRule{
+	policyRule("logging.banzaicloud.io", []string{"loggings", "syslogngconfigs", "fluentdconfigs"}, "get", "patch"),
+	policyRule("operators.coreos.com", []string{"clusterserviceversions"}, "get", "patch"),
+	policyRule("olm.operatorframework.io", []string{"clusterextensions", "clustercatalogs", "clusterobjectsets"}, "get", "patch"),
+	policyRule("catalogd.operatorframework.io", []string{"clustercatalogs"}, "get", "patch"),
 }
 
 // MergeFinalizerOwners puts the configured owners first; a default whose pattern is configured

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -24,6 +25,11 @@ type InstallPlanOwners struct{}
 
 // Name implements Rule.
 func (InstallPlanOwners) Name() string { return "installplan-owners" }
+
+// PolicyRules implements Authorized.
+func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{policyRule(installPlans.Group, []string{installPlans.Resource}, "get", "patch")}
+}
 
 // ReadsContent implements ContentReader.
 func (InstallPlanOwners) ReadsContent() []ContentRequest {

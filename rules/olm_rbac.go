@@ -2,7 +2,9 @@ package rules
 
 import (
 	"context"
+
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"slices"
 	"strings"
 
@@ -70,6 +72,26 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 
 // Name implements Rule.
 func (OLMRBAC) Name() string { return "olm-rbac" }
+
+// PolicyRules implements Authorized: delete, once opted in.
+func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
+	if !r.Delete {
+		return nil
+	}
+	byGroup := map[string][]string{}
+	var groups []string
+	for _, gr := range olmRBACResources {
+		if _, seen := byGroup[gr.Group]; !seen {
+			groups = append(groups, gr.Group)
+		}
+		byGroup[gr.Group] = append(byGroup[gr.Group], gr.Resource)
+	}
+	var policy []rbacv1.PolicyRule
+	for _, g := range groups {
+		policy = append(policy, policyRule(g, byGroup[g], "get", "delete"))
+	}
+	return policy
+}
 
 // ReadsContent implements ContentReader: workload replicas, to tell whether OLM runs.
 func (OLMRBAC) ReadsContent() []ContentRequest { return workloadContent() }

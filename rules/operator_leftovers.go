@@ -3,9 +3,11 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,8 +26,51 @@ type OperatorLeftovers struct {
 	Delete []string
 }
 
+// leftoverKinds are the kinds OLM lists as an operator's components, and their resources: the
+// kinds operator-leftovers can be told to delete.
+var leftoverKinds = map[string]schema.GroupResource{
+	"ClusterServiceVersion":          clusterServiceVersions,
+	"InstallPlan":                    installPlans,
+	"Operator":                       olmOperators,
+	"OperatorCondition":              {Group: "operators.coreos.com", Resource: "operatorconditions"},
+	"CustomResourceDefinition":       customResourceDefinitions,
+	"ClusterRole":                    {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+	"ClusterRoleBinding":             {Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+	"Role":                           {Group: "rbac.authorization.k8s.io", Resource: "roles"},
+	"RoleBinding":                    {Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+	"ServiceAccount":                 {Resource: "serviceaccounts"},
+	"Service":                        {Resource: "services"},
+	"ConfigMap":                      {Resource: "configmaps"},
+	"Secret":                         {Resource: "secrets"},
+	"Deployment":                     {Group: "apps", Resource: "deployments"},
+	"MutatingWebhookConfiguration":   {Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+	"ValidatingWebhookConfiguration": {Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+	"APIService":                     {Group: "apiregistration.k8s.io", Resource: "apiservices"},
+}
+
+// ValidateLeftoverKinds checks the kinds of rules.operator-leftovers.delete.
+func ValidateLeftoverKinds(kinds []string) error {
+	for i, kind := range kinds {
+		if _, ok := leftoverKinds[kind]; !ok {
+			return fmt.Errorf("rules.operator-leftovers.delete[%d] %q is not a kind OLM lists as a component; use one of %s",
+				i, kind, strings.Join(slices.Sorted(maps.Keys(leftoverKinds)), ", "))
+		}
+	}
+	return nil
+}
+
 // Name implements Rule.
 func (OperatorLeftovers) Name() string { return "operator-leftovers" }
+
+// PolicyRules implements Authorized: delete on the opted-in kinds.
+func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {
+	var policy []rbacv1.PolicyRule
+	for _, kind := range r.Delete {
+		gr := leftoverKinds[kind] // validated
+		policy = append(policy, policyRule(gr.Group, []string{gr.Resource}, "get", "delete"))
+	}
+	return policy
+}
 
 // ReadsContent implements ContentReader.
 func (OperatorLeftovers) ReadsContent() []ContentRequest {

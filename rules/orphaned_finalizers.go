@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -36,6 +37,11 @@ type OrphanedFinalizers struct {
 
 // Name implements Rule.
 func (OrphanedFinalizers) Name() string { return "orphaned-finalizers" }
+
+// PolicyRules implements Authorized: patch on the kinds the shipped mappings' finalizers are on.
+func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
+	return slices.Clone(finalizerResources)
+}
 
 // ReadsContent implements ContentReader: workload replicas and the CRDs a CSV owns.
 func (OrphanedFinalizers) ReadsContent() []ContentRequest {

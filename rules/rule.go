@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,13 @@ type ContentRequest struct {
 	// Fields are the dotted paths the rule reads ("spec.nodeName", "status.conditions"); the
 	// engine keeps only these, so that large objects cost little memory. Empty means all.
 	Fields []string
+}
+
+// Authorized is a Rule that acts: PolicyRules are the RBAC rules its actions need (the verb and a
+// get, to re-read after a lost race), as configured. The engine's walk needs list on everything
+// on top. The shipped ClusterRole grants exactly what the enabled rules declare.
+type Authorized interface {
+	PolicyRules() []rbacv1.PolicyRule
 }
 
 // Severity says how much a finding matters to a cluster admin.
@@ -160,4 +168,9 @@ func (a Delete) String() string {
 		return fmt.Sprintf("delete (grace period %ds)", *a.GracePeriodSeconds)
 	}
 	return "delete"
+}
+
+// policyRule grants verbs on resources of one API group.
+func policyRule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
 }

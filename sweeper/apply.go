@@ -7,11 +7,16 @@ import (
 	"log/slog"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/utils/clock"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -53,10 +58,12 @@ type Result struct {
 //   - Delete: DeleteOptions with the observed UID as precondition.
 type Applier struct {
 	Metadata metadata.Interface
-	// Dynamic re-reads objects whose view holds their full content.
+	// Dynamic re-reads objects whose view holds their full content, and records Events.
 	Dynamic dynamic.Interface
 	Mode    DryRunMode
 	Logger  *slog.Logger
+	// Clock times the Events; nil means no Events.
+	Clock clock.PassiveClock
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
@@ -75,6 +82,18 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		return Result{Outcome: OutcomeFailed, Message: "the object is not in the view the rule planned from"}
 	}
 
+	res := a.apply(ctx, rule, view, obj, f)
+	if res.Outcome == OutcomeApplied {
+		action := f.Action
+		if res.Action != nil {
+			action = res.Action
+		}
+		a.recordEvent(ctx, obj, action, f.Reason)
+	}
+	return res
+}
+
+func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) Result {
 	err := a.send(ctx, obj, f.Action)
 	if !mayHaveLostRace(err) {
 		return a.result(err)
@@ -100,6 +119,55 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	res := a.result(err)
 	res.Replanned, res.Action = true, replanned.Action
 	return res
+}
+
+var eventsResource = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+
+// recordEvent tells the object's audience what was done to it and why, as kubectl describe
+// shows: reason OperatorSweeper<Action>. An Event that cannot be recorded is only logged.
+func (a *Applier) recordEvent(ctx context.Context, obj *rules.Object, action rules.Action, reason string) {
+	if a.Clock == nil {
+		return
+	}
+	namespace := obj.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault // where Events of cluster-scoped objects go
+	}
+	now := metav1.NewTime(a.Clock.Now())
+	message := action.String() + ": " + reason
+	if len(message) > 1024 {
+		message = message[:1024]
+	}
+	event := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.Name + ".", Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion:      obj.Resource.GroupVersion().String(),
+			Kind:            obj.Resource.Kind,
+			Namespace:       obj.Namespace,
+			Name:            obj.Name,
+			UID:             obj.UID,
+			ResourceVersion: obj.ResourceVersion,
+		},
+		Reason:              "OperatorSweeper" + action.Type(),
+		Message:             message,
+		Type:                corev1.EventTypeNormal,
+		Source:              corev1.EventSource{Component: PushJob},
+		ReportingController: "operator-sweeper.io/operator-sweeper",
+		ReportingInstance:   PushJob,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(event)
+	if err == nil {
+		u := &unstructured.Unstructured{Object: content}
+		u.SetAPIVersion("v1")
+		u.SetKind("Event")
+		_, err = a.Dynamic.Resource(eventsResource).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{})
+	}
+	if err != nil {
+		a.Logger.WarnContext(ctx, "event not recorded", "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "error", err)
+	}
 }
 
 // planFor returns the finding with an action that rule plans for obj in view.

@@ -311,10 +311,8 @@ func (o Options) Validate() error {
 	if _, err := labels.Parse(o.RuleSettings.CatalogPods.Selector); err != nil {
 		return inputErrorf("config: rules.catalog-pods.selector %q: %w", o.RuleSettings.CatalogPods.Selector, err)
 	}
-	for i, kind := range o.RuleSettings.OperatorLeftovers.Delete {
-		if kind == "" {
-			return inputErrorf("config: rules.operator-leftovers.delete[%d] is empty: list kinds such as ClusterServiceVersion", i)
-		}
+	if err := rules.ValidateLeftoverKinds(o.RuleSettings.OperatorLeftovers.Delete); err != nil {
+		return inputErrorf("config: %w", err)
 	}
 	_, err := o.RuleSet()
 	return err

@@ -231,7 +231,7 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 		{"bad selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a=b=c'}]}]", `finalizers[0].controllers[0].selector "a=b=c"`},
 		{"unknown key", "finalizers: [{pattern: x/y, controller: []}]", `unknown field "finalizers[0].controller"`},
 		{"bad catalog-pods selector", "rules: {catalog-pods: {selector: 'a b'}}", `config: rules.catalog-pods.selector "a b"`},
-		{"empty kind", "rules: {operator-leftovers: {delete: ['']}}", "config: rules.operator-leftovers.delete[0] is empty"},
+		{"unknown kind", "rules: {operator-leftovers: {delete: [Subscriptions]}}", `config: rules.operator-leftovers.delete[0] "Subscriptions" is not a kind OLM lists as a component; use one of APIService, ClusterRole`},
 		{"negative slack", "catalog-pod-slack: -1m", "--catalog-pod-slack -1m0s is invalid"},
 	}
 	for _, tt := range tests {

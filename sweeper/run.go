@@ -278,7 +278,7 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 // its rule needs an opt-in that is not given, when its object is in a protected namespace, when
 // an action it depends on was not done in this run, or past --max-actions.
 func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []plannedFinding, report *Report) {
-	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger}
+	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock}
 	protected := patterns(e.Options.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken := 0

@@ -113,6 +113,18 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	for _, obj := range debris {
 		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
 	}
+	// The Event of the cluster-scoped Logging is in default; the namespace of the others is
+	// Terminating, where no Event can be created.
+	logging := findings["Logging"]
+	events, err := testCluster.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(logging.Object.UID)})
+	require.NoError(t, err)
+	require.Len(t, events.Items, 1)
+	event := events.Items[0]
+	assert.Equal(t, "OperatorSweeperRemoveFinalizers", event.Reason)
+	assert.Equal(t, "Normal", event.Type)
+	assert.Equal(t, "operator-sweeper", event.Source.Component)
+	assert.Equal(t, "remove finalizers "+fluentdFinalizer+", "+syslogNGFinalizer+", "+telemetryFinalizer+": "+logging.Reason, event.Message)
 
 	second := sweep(t, sweepOptions(), nil)
 	assert.Empty(t, ruleFindings(second, "orphaned-finalizers", ns))

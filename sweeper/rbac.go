@@ -1,0 +1,36 @@
+package sweeper
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// WalkPolicyRules are what the walk needs: list on every resource, through the metadata client.
+// The shipped manifests grant them in a ClusterRole of their own, operator-sweeper-walk.
+func WalkPolicyRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"list"}}}
+}
+
+// PolicyRules are what a run with these options needs beyond the walk: nothing under
+// --dry-run=client; the enabled rules' writes under --dry-run=server (a server-side dry run is
+// authorized like the write); and, applying, create on the Events it records.
+func (o Options) PolicyRules() ([]rbacv1.PolicyRule, error) {
+	if o.DryRun == DryRunClient {
+		return nil, nil
+	}
+	ruleSet, err := o.RuleSet()
+	if err != nil {
+		return nil, err
+	}
+	var policy []rbacv1.PolicyRule
+	for _, rule := range ruleSet {
+		if authorized, ok := rule.(rules.Authorized); ok {
+			policy = append(policy, authorized.PolicyRules()...)
+		}
+	}
+	if o.DryRun == DryRunNone && len(policy) > 0 {
+		policy = append(policy, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}})
+	}
+	return policy, nil
+}

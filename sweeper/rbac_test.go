@@ -1,0 +1,41 @@
+package sweeper
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+func TestPolicyRules(t *testing.T) {
+	opts := DefaultOptions()
+	policy, err := opts.PolicyRules()
+	require.NoError(t, err)
+	assert.Empty(t, policy, "--dry-run=client writes nothing")
+
+	opts.DryRun = DryRunNone
+	policy, err = opts.PolicyRules()
+	require.NoError(t, err)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"logging.banzaicloud.io"}, Resources: []string{"loggings", "syslogngconfigs", "fluentdconfigs"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"clusterserviceversions"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions", "clustercatalogs", "clusterobjectsets"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"catalogd.operatorframework.io"}, Resources: []string{"clustercatalogs"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	}, policy, "no opt-in: olm-rbac and operator-leftovers delete nothing")
+
+	opts.RuleSettings.OLMRBAC.Delete = true
+	opts.RuleSettings.OperatorLeftovers.Delete = []string{"InstallPlan"}
+	opts.Rules = []string{"olm-rbac", "operator-leftovers"}
+	opts.DryRun = DryRunServer
+	policy, err = opts.PolicyRules()
+	require.NoError(t, err)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "clusterroles", "rolebindings", "roles"}, Verbs: []string{"get", "delete"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "delete"}},
+		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "delete"}},
+	}, policy, "opted in; a server-side dry run records no Events")
+}
