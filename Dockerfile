@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Builds the same static binary as `make build`: CGO_ENABLED=0, -trimpath, version via -ldflags.
+# The binary is built by `make build`, as on a workstation: CGO_ENABLED=0, -trimpath, version and
+# commit through -ldflags (make image passes them).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -7,11 +8,10 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
-RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
-      -o /out/operator-sweeper ./cmd/operator-sweeper
+RUN make build VERSION=${VERSION} COMMIT=${COMMIT}
 
+# Static, no shell, non-root (65532).
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/operator-sweeper /operator-sweeper
+COPY --from=build /src/bin/operator-sweeper /operator-sweeper
 USER 65532:65532
 ENTRYPOINT ["/operator-sweeper"]

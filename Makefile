@@ -5,10 +5,11 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-BIN     := bin/operator-sweeper
+BIN     ?= bin/operator-sweeper
+IMAGE   ?= ghcr.io/operator-sweeper/operator-sweeper:$(VERSION)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-# The Dockerfile builds with the same flags (see its build stage).
+# The Dockerfile builds with this target too, so the flags and version stamping live here only.
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
@@ -24,6 +25,17 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build a static bin/operator-sweeper (CGO_ENABLED=0, -trimpath, version stamped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/operator-sweeper
+
+.PHONY: image
+image: ## Build the container image (needs a container engine; the Dockerfile runs make build).
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+
+.PHONY: manifests
+manifests: ## Render the kustomize base and overlays into bin/manifests/.
+	@mkdir -p bin/manifests
+	$(GO) run ./hack/render manifests/base > bin/manifests/base.yaml
+	$(GO) run ./hack/render manifests/overlays/report-only > bin/manifests/report-only.yaml
+	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
 .PHONY: tools
 tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool).

@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"context"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+// fieldCases seeds F1 to F5 with OLM and logging-operator uninstalled, each in a namespace of
+// its own, and returns them by name.
+func fieldCases(t *testing.T) map[string]cluster.Seeded {
+	t.Helper()
+	ctx := context.Background()
+	seeds := map[string]func(ns string) (cluster.Seeded, error){
+		"f1": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF1(ctx, ns) },
+		"f2": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF2(ctx, ns) },
+		"f3": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF3(ctx, ns, false) },
+		"f4": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF4(ctx, ns) },
+		"f5": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF5(ctx, ns, time.Second) },
+	}
+	seeded := map[string]cluster.Seeded{}
+	for name, seed := range seeds {
+		ns := "e2e-" + name
+		_, err := testCluster.Create(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
+		require.NoError(t, err)
+		seeded[name], err = seed(ns)
+		require.NoError(t, err, name)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the CatalogSource pods' one-second grace period
+	return seeded
+}
+
+// findingKeys are the report's findings as rule, kind, namespace/name.
+func findingKeys(report *sweeper.Report) []string {
+	var keys []string
+	for _, f := range report.Findings {
+		keys = append(keys, f.Rule+" "+f.Object.Kind+" "+f.Object.Namespace+"/"+f.Object.Name)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// noForbidden checks a report has no error and no failed action: nothing was refused.
+func noForbidden(t *testing.T, report *sweeper.Report) {
+	t.Helper()
+	assert.Empty(t, report.Errors)
+	for _, f := range report.Findings {
+		assert.NotEqual(t, sweeper.OutcomeFailed, f.Outcome, "%s %s/%s: %s", f.Object.Kind, f.Object.Namespace, f.Object.Name, f.Error)
+		assert.NotContains(t, f.Error, "forbidden")
+	}
+}
+
+// snapshot is the resourceVersion of every seeded object, or "gone".
+func snapshot(t *testing.T, seeded map[string]cluster.Seeded) map[string]string {
+	t.Helper()
+	versions := map[string]string{}
+	for _, s := range seeded {
+		for _, obj := range s.Objects {
+			version := "gone"
+			if now := get(t, obj); now != nil {
+				version = now.GetResourceVersion()
+			}
+			versions[obj.GetKind()+" "+obj.GetNamespace()+"/"+obj.GetName()] = version
+		}
+	}
+	return versions
+}
+
+func get(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	got, err := testCluster.Get(context.Background(), obj)
+	require.NoError(t, err)
+	return got
+}
+
+// TestDeployed deploys the report-only overlay, then the base, on a cluster seeded with every
+// field case, and runs the CronJob's command as the ServiceAccount each time.
+func TestDeployed(t *testing.T) {
+	seeded := fieldCases(t)
+	// The debris is seconds old: the thresholds would keep it from being acted on.
+	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s"}
+
+	reportOnly := render(t, "overlays/report-only")
+	apply(t, reportOnly, false)
+	saConfig, kubeconfig := serviceAccountConfig(t)
+	args := append(append(cronJobArgs(t, reportOnly), young...), "--kubeconfig", kubeconfig)
+	require.Contains(t, args, "--dry-run=client")
+
+	before := snapshot(t, seeded)
+	planned, stderr, code := runSweeper(t, args...)
+	require.Equal(t, 0, code, stderr)
+	noForbidden(t, planned)
+	assert.Equal(t, e2eVersion, planned.Metadata.Version)
+	assert.Equal(t, before, snapshot(t, seeded), "a report-only run changes nothing")
+	// The report-only ServiceAccount cannot write.
+	saClient, err := dynamic.NewForConfig(saConfig)
+	require.NoError(t, err)
+	logging := seeded["f4"].Get("Logging", "e2e-f4")
+	_, gvr, err := testCluster.Resource(logging)
+	require.NoError(t, err)
+	_, err = saClient.Resource(gvr).Patch(context.Background(), logging.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "the report-only role may not patch: %v", err)
+
+	// The base: a server-side dry run is allowed every action and changes nothing.
+	base := render(t, "base")
+	apply(t, base, false)
+	args = append(append(cronJobArgs(t, base), young...), "--kubeconfig", kubeconfig)
+	require.Contains(t, args, "--dry-run=none")
+	rehearsed, stderr, code := runSweeper(t, append(args, "--dry-run=server")...)
+	require.Equal(t, 0, code, stderr)
+	noForbidden(t, rehearsed)
+	assert.Equal(t, findingKeys(planned), findingKeys(rehearsed), "the same findings as the report-only run")
+	for _, f := range rehearsed.Findings {
+		if f.Action != nil && f.Outcome != sweeper.OutcomeSkipped {
+			assert.Equal(t, sweeper.OutcomeDryRun, f.Outcome, "%s %s/%s", f.Object.Kind, f.Object.Namespace, f.Object.Name)
+		}
+	}
+	assert.Equal(t, before, snapshot(t, seeded), "a server-side dry run changes nothing")
+
+	// The base for real: every expected action applied.
+	applied, stderr, code := runSweeper(t, args...)
+	require.Equal(t, 0, code, stderr)
+	noForbidden(t, applied)
+	outcomes := map[string]sweeper.Outcome{}
+	for _, f := range applied.Findings {
+		if f.Action != nil {
+			outcomes[f.Rule+" "+f.Object.Kind+" "+f.Object.Namespace+"/"+f.Object.Name] = f.Outcome
+		}
+	}
+	for key, want := range map[string]sweeper.Outcome{
+		"olm-rbac ClusterRole /e2e-f1-role":                                    sweeper.OutcomeApplied,
+		"olm-rbac ClusterRoleBinding /e2e-f1-binding":                          sweeper.OutcomeApplied,
+		"olm-rbac ValidatingWebhookConfiguration /e2e-f1-webhook":              sweeper.OutcomeApplied,
+		"orphaned-finalizers ClusterServiceVersion e2e-f1/etcdoperator.v0.9.4": sweeper.OutcomeApplied,
+		"operator-leftovers ClusterServiceVersion e2e-f2/etcdoperator.v0.9.4":  sweeper.OutcomeSkipped, // not opted in by the shipped config
+		"installplan-owners InstallPlan e2e-f3/install-abcde":                  sweeper.OutcomeApplied,
+		"orphaned-finalizers Logging /e2e-f4":                                  sweeper.OutcomeApplied,
+		"orphaned-finalizers SyslogNGConfig e2e-f4/syslog-ng":                  sweeper.OutcomeApplied,
+		"orphaned-finalizers FluentdConfig e2e-f4/fluentd":                     sweeper.OutcomeApplied,
+		"catalog-pods Pod e2e-f5/on-lost-node":                                 sweeper.OutcomeApplied,
+		"catalog-pods Pod e2e-f5/on-missing-node":                              sweeper.OutcomeApplied,
+	} {
+		assert.Equal(t, want, outcomes[key], key)
+	}
+	for _, gone := range []*unstructured.Unstructured{
+		seeded["f1"].Get("ClusterServiceVersion", "etcdoperator.v0.9.4"), seeded["f1"].Get("ClusterRole", "e2e-f1-role"),
+		logging, seeded["f5"].Get("Pod", "on-lost-node"), seeded["f5"].Get("Pod", "on-missing-node"),
+	} {
+		assert.Nil(t, get(t, gone), "%s %s is gone", gone.GetKind(), gone.GetName())
+	}
+	assert.NotNil(t, get(t, seeded["f5"].Get("Pod", "on-ready-node")), "never on a Ready node")
+}
+
+// policySet flattens policy rules into "verb group/resource" grants.
+func policySet(rules []rbacv1.PolicyRule) []string {
+	var grants []string
+	for _, r := range rules {
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				for _, verb := range r.Verbs {
+					grants = append(grants, verb+" "+group+"/"+resource)
+				}
+			}
+		}
+	}
+	slices.Sort(grants)
+	return slices.Compact(grants)
+}
+
+func clusterRole(t *testing.T, objs []*unstructured.Unstructured, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "ClusterRole", name).Object, &role))
+	require.Equal(t, name, role.Name)
+	return role.Rules
+}
+
+// TestClusterRoleGrantsWhatTheRulesNeed: the shipped ClusterRoles grant exactly what the rules
+// enabled by the shipped config declare, with the CronJob's mode, and the walk: no verb more.
+func TestClusterRoleGrantsWhatTheRulesNeed(t *testing.T) {
+	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
+		t.Run(overlay, func(t *testing.T) {
+			objs := render(t, overlay)
+			args := cronJobArgs(t, objs)
+			opts := sweeper.DefaultOptions()
+			for _, arg := range args {
+				if file, ok := strings.CutPrefix(arg, "--config="); ok {
+					var err error
+					opts, err = sweeper.LoadConfigFile(file, opts)
+					require.NoError(t, err)
+				}
+			}
+			for _, arg := range args {
+				if mode, ok := strings.CutPrefix(arg, "--dry-run="); ok {
+					opts.DryRun = sweeper.DryRunMode(mode)
+				}
+			}
+			require.NoError(t, opts.Validate())
+			needed, err := opts.PolicyRules()
+			require.NoError(t, err)
+
+			assert.Equal(t, policySet(needed), policySet(clusterRole(t, objs, "operator-sweeper")), "operator-sweeper grants what the rules need, no more, no less")
+			assert.Equal(t, policySet(sweeper.WalkPolicyRules()), policySet(clusterRole(t, objs, "operator-sweeper-walk")))
+			for _, grant := range policySet(clusterRole(t, objs, "operator-sweeper")) {
+				assert.False(t, strings.HasPrefix(grant, "watch ") || strings.HasPrefix(grant, "* "), grant)
+			}
+		})
+	}
+}
+
+// TestOverlaysApplyServerSide: every overlay renders and passes a server-side dry-run apply.
+func TestOverlaysApplyServerSide(t *testing.T) {
+	apply(t, []*unstructured.Unstructured{find(t, render(t, "base"), "Namespace", "operator-sweeper")}, false)
+	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
+		t.Run(overlay, func(t *testing.T) {
+			objs := render(t, overlay)
+			require.Len(t, objs, 8)
+			apply(t, objs, true)
+		})
+	}
+	env, _, _ := unstructured.NestedSlice(find(t, render(t, "overlays/pushgateway"), "CronJob", "operator-sweeper").Object,
+		"spec", "jobTemplate", "spec", "template", "spec", "containers")
+	assert.Equal(t, []any{map[string]any{"name": "SWEEPER_PUSHGATEWAY_URL", "value": "http://pushgateway.monitoring.svc:9091"}},
+		env[0].(map[string]any)["env"])
+}
+
+// TestJobFromCronJob: a Job made from the CronJob as `kubectl create job --from=cronjob/…` makes
+// it is valid, and runs the same pod.
+func TestJobFromCronJob(t *testing.T) {
+	apply(t, render(t, "base"), false)
+	cronJob, err := testCluster.Kube.BatchV1().CronJobs("operator-sweeper").Get(context.Background(), "operator-sweeper", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	// What kubectl create job --from does (kubectl/pkg/cmd/create/create_job.go).
+	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
+	for k, v := range cronJob.Spec.JobTemplate.Annotations {
+		annotations[k] = v
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "sweep-now",
+			Namespace:   cronJob.Namespace,
+			Labels:      cronJob.Spec.JobTemplate.Labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: cronJob.Name, UID: cronJob.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: cronJob.Spec.JobTemplate.Spec,
+	}
+	created, err := testCluster.Kube.BatchV1().Jobs("operator-sweeper").Create(context.Background(), job, metav1.CreateOptions{})
+	require.NoError(t, err, "the Job is valid")
+	t.Cleanup(func() {
+		_ = testCluster.Kube.BatchV1().Jobs("operator-sweeper").Delete(context.Background(), "sweep-now", metav1.DeleteOptions{})
+	})
+	assert.Equal(t, cronJob.Spec.JobTemplate.Spec.Template.Spec, created.Spec.Template.Spec, "the same pod")
+	assert.Equal(t, cronJob.Spec.JobTemplate.Spec.BackoffLimit, created.Spec.BackoffLimit)
+	assert.Equal(t, cronJob.Spec.JobTemplate.Spec.ActiveDeadlineSeconds, created.Spec.ActiveDeadlineSeconds)
+}
+
+// TestStaticBinary: make build gives a static binary, built with -trimpath, that knows its version.
+func TestStaticBinary(t *testing.T) {
+	// Statically linked: no ELF interpreter, no shared library.
+	binary, err := elf.Open(sweeperBinary)
+	require.NoError(t, err)
+	defer binary.Close()
+	for _, prog := range binary.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, prog.Type, "a dynamic loader is required")
+	}
+	libraries, err := binary.ImportedLibraries()
+	require.NoError(t, err)
+	assert.Empty(t, libraries)
+
+	out, err := exec.Command("go", "version", "-m", sweeperBinary).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Regexp(t, `(?m)^\s+build\s+CGO_ENABLED=0$`, string(out))
+	assert.Regexp(t, `(?m)^\s+build\s+-trimpath=true$`, string(out))
+	assert.NotContains(t, string(out), mustAbs(t, repoRoot), "no local paths")
+
+	out, err = exec.Command(sweeperBinary, "--version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "operator-sweeper "+e2eVersion+" (commit "+e2eCommit+")\n", string(out))
+}
+
+func mustAbs(t *testing.T, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	_, err = os.Stat(abs)
+	require.NoError(t, err)
+	return abs
+}
