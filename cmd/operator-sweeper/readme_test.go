@@ -1,0 +1,120 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// readmeTable returns the rows of the README's table with the given header line, as cells.
+func readmeTable(t *testing.T, header string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), header+"\n")
+	require.True(t, found, "README has no table %q", header)
+	var rows [][]string
+	for i, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		if i == 0 {
+			continue // |---|---|
+		}
+		var cells []string
+		for _, cell := range strings.Split(strings.Trim(line, "|"), "|") {
+			cells = append(cells, strings.TrimSpace(cell))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+var backticked = regexp.MustCompile("`([^`]*)`")
+
+// TestREADMEDocumentsEveryFlag keeps the README's configuration reference and the code in sync:
+// each flag has a row, its config key is the options' JSON key, and a literal default is the
+// flag's default.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	rows := readmeTable(t, "| flag | config key | default | meaning |")
+	byFlag := map[string][]string{}
+	for _, row := range rows {
+		require.Len(t, row, 4, "row %v", row)
+		names := backticked.FindAllStringSubmatch(row[0], -1)
+		require.NotEmpty(t, names, "row %v names no flag", row)
+		byFlag[names[len(names)-1][1]] = row
+	}
+
+	// The config keys of settings; "rules" and "finalizers" are sections of their own, checked below.
+	keys := map[string]bool{}
+	options := reflect.TypeFor[sweeper.Options]()
+	for i := range options.NumField() {
+		if key, _, _ := strings.Cut(options.Field(i).Tag.Get("json"), ","); key != "-" && key != "rules" && key != "finalizers" {
+			keys[key] = true
+		}
+	}
+
+	fs, _ := newFlagSet(new(sweeper.DefaultOptions()))
+	fs.VisitAll(func(f *pflag.Flag) {
+		row, ok := byFlag["--"+f.Name]
+		if !assert.True(t, ok, "README documents no --%s", f.Name) {
+			return
+		}
+		delete(byFlag, "--"+f.Name)
+		if keys[f.Name] {
+			assert.Equal(t, "`"+f.Name+"`", row[1], "--%s: config key", f.Name)
+		} else {
+			assert.Empty(t, row[1], "--%s has no config key", f.Name)
+		}
+		if m := regexp.MustCompile("^`([^`]*)`$").FindStringSubmatch(row[2]); m != nil {
+			assert.True(t, sameDefault(f.DefValue, m[1]), "--%s: the README says default %q, the code %q", f.Name, m[1], f.DefValue)
+		} else {
+			assert.Contains(t, []string{"", "[]"}, f.DefValue, "--%s: a default in words, but the code has %q", f.Name, f.DefValue)
+		}
+	})
+	assert.Empty(t, byFlag, "the README documents flags that do not exist")
+}
+
+func sameDefault(code, readme string) bool {
+	code = strings.Trim(code, "[]")
+	if c, err := time.ParseDuration(code); err == nil {
+		r, err := time.ParseDuration(readme)
+		return err == nil && c == r
+	}
+	return code == readme
+}
+
+// TestREADMEDocumentsEveryRuleSetting: every key under "rules" of the config file has a row.
+func TestREADMEDocumentsEveryRuleSetting(t *testing.T) {
+	documented := map[string]bool{}
+	for _, row := range readmeTable(t, "| config key | meaning |") {
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			documented[m[1]] = true
+		}
+	}
+	settings := reflect.TypeFor[sweeper.RuleSettings]()
+	for i := range settings.NumField() {
+		rule := settings.Field(i)
+		name, _, _ := strings.Cut(rule.Tag.Get("json"), ",")
+		assert.True(t, documented["rules."+name+".enabled"], "rules.%s.enabled", name)
+		if rule.Type.Kind() != reflect.Struct {
+			continue
+		}
+		for j := range rule.Type.NumField() {
+			key, _, _ := strings.Cut(rule.Type.Field(j).Tag.Get("json"), ",")
+			if key != "" && key != "enabled" {
+				assert.True(t, documented["rules."+name+"."+key], "rules.%s.%s", name, key)
+			}
+		}
+	}
+	assert.True(t, documented["finalizers"])
+}
