@@ -3,6 +3,7 @@ package sweeper
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -82,43 +83,59 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		return Result{Outcome: OutcomeFailed, Message: "the object is not in the view the rule planned from"}
 	}
 
-	res := a.apply(ctx, rule, view, obj, f)
+	res, acted := a.apply(ctx, rule, view, obj, f)
 	if res.Outcome == OutcomeApplied {
 		action := f.Action
 		if res.Action != nil {
 			action = res.Action
 		}
-		a.recordEvent(ctx, obj, action, f.Reason)
+		a.recordEvent(ctx, acted, action, f.Reason)
 	}
 	return res
 }
 
-func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) Result {
+// apply sends the action and, when it may have lost a race, re-reads and re-plans once. It
+// returns the result and the object as it was acted on.
+func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) (Result, *rules.Object) {
 	err := a.send(ctx, obj, f.Action)
 	if !mayHaveLostRace(err) {
-		return a.result(err)
+		return a.result(err), obj
 	}
 	fresh, rerr := a.reread(ctx, obj)
 	switch {
+	case apierrors.IsNotFound(rerr):
+		return a.result(rerr), obj // gone, which is what every action wants
 	case rerr != nil:
-		return a.result(rerr) // NotFound: gone, which is what every action wants
-	case fresh.UID == obj.UID && fresh.ResourceVersion == obj.ResourceVersion:
+		return Result{Outcome: OutcomeFailed, Message: fmt.Sprintf("%v; re-reading the object failed: %v", err, rerr)}, obj
+	case fresh.UID != obj.UID:
+		// Another object of the same name: the rest of the view says nothing about it.
+		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object was deleted and re-created after it was observed; the next run looks at the new one"}, obj
+	case fresh.ResourceVersion == obj.ResourceVersion:
 		// Nothing changed, so the precondition held: the server refused the write for another reason.
-		return a.result(err)
+		return a.result(err), obj
 	}
 	a.Logger.InfoContext(ctx, "object changed since it was observed; re-planning it",
 		"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", f.Action.Type())
 	replanned, ok := planFor(ctx, rule, view.WithObject(fresh), fresh)
-	if !ok {
-		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}
+	switch {
+	case !ok:
+		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}, obj
+	case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
+		// What was checked before the first attempt no longer covers the action.
+		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed; the next run plans it again"}, obj
 	}
 	err = a.send(ctx, fresh, replanned.Action)
 	if mayHaveLostRace(err) {
-		return Result{Outcome: OutcomeFailed, Replanned: true, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}
+		return Result{Outcome: OutcomeFailed, Replanned: true, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}, obj
 	}
 	res := a.result(err)
 	res.Replanned, res.Action = true, replanned.Action
-	return res
+	return res, fresh
+}
+
+// sameObjects reports whether two lists name the same objects.
+func sameObjects(a, b []rules.ObjectRef) bool {
+	return slices.EqualFunc(a, b, func(x, y rules.ObjectRef) bool { return x.UID == y.UID })
 }
 
 var eventsResource = schema.GroupVersionResource{Version: "v1", Resource: "events"}
@@ -180,8 +197,13 @@ func planFor(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.
 	return rules.Finding{}, false
 }
 
+// errNothingToDo is what send returns for an action the object no longer needs.
+var errNothingToDo = errors.New("resolved: none of the finalizers to remove is on the object any more")
+
 func (a *Applier) result(err error) Result {
 	switch {
+	case errors.Is(err, errNothingToDo):
+		return Result{Outcome: OutcomeSkipped, Message: err.Error()}
 	case err == nil, apierrors.IsNotFound(err):
 		if a.Mode == DryRunServer {
 			return Result{Outcome: OutcomeDryRun}
@@ -229,7 +251,7 @@ func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Acti
 	case rules.RemoveFinalizers:
 		remaining := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return slices.Contains(act.Finalizers, f) })
 		if len(remaining) == len(obj.Finalizers) {
-			return nil // nothing left to remove
+			return errNothingToDo
 		}
 		return a.patch(ctx, obj, dryRun,
 			jsonPatchOp{Op: "test", Path: "/metadata/uid", Value: obj.UID},

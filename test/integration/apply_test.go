@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -77,7 +78,7 @@ func newApplyFixture(t *testing.T) applyFixture {
 		namespace: ns,
 		rec:       rec,
 		applier: func(mode sweeper.DryRunMode) *sweeper.Applier {
-			return &sweeper.Applier{Metadata: client, Dynamic: dyn, Mode: mode, Logger: logger}
+			return &sweeper.Applier{Metadata: client, Dynamic: dyn, Mode: mode, Logger: logger, Clock: clock.RealClock{}}
 		},
 	}
 }
@@ -134,6 +135,11 @@ func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
 	patches := f.patches("cm")
 	require.Len(t, patches, 1)
 	assert.Empty(t, patches[0].Query["dryRun"])
+	events, err := testCluster.Kube.CoreV1().Events(f.namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(obj.UID)})
+	require.NoError(t, err)
+	require.Len(t, events.Items, 1, "the applied action is recorded on the object")
+	assert.Equal(t, "OperatorSweeperRemoveFinalizers", events.Items[0].Reason)
+	assert.Equal(t, "remove finalizers "+finalizerA+": test", events.Items[0].Message)
 }
 
 func TestApplyServerDryRunSendsButDoesNotPersist(t *testing.T) {
@@ -210,9 +216,9 @@ func TestApplyToAnObjectThatIsGoneIsDone(t *testing.T) {
 	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeApplied}, res)
 }
 
-// TestDeleteNeverHitsARecreatedObject: the object is deleted and re-created under the same name
-// between plan and apply. The UID precondition stops the delete, and the re-plan of the new
-// object finds nothing to do.
+// TestDeleteNeverHitsARecreatedObject: the object is deleted and re-created under the same name,
+// just like it, between plan and apply. The UID precondition stops the delete, and the new object
+// is left to the next run: nothing in the view was observed of it.
 func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 	f := newApplyFixture(t)
 	doomed := planRule{
@@ -228,16 +234,17 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 
 	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
 	recreated, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cm"},
+		ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"doomed": "true"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), doomed, view, finding)
 
 	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
+	assert.Equal(t, "resolved: the object was deleted and re-created after it was observed; the next run looks at the new one", res.Message)
 	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, recreated.UID, got.UID, "the re-created object survives")
+	assert.Equal(t, recreated.UID, got.UID, "the re-created object survives, although the rule would delete it too")
 	deletes := f.rec.matching("DELETE", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$")
 	assert.Len(t, deletes, 1, "the delete was sent once and refused")
 }
@@ -293,4 +300,19 @@ func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
 	got, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm2", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []metav1.OwnerReference{owner}, got.OwnerReferences)
+}
+
+// TestApplyWithNothingLeftToRemove: a finalizer already gone is no write, and no Event.
+func TestApplyWithNothingLeftToRemove(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerB)
+	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, rules.Coverage{}, []*rules.Object{obj})
+	finding := rules.Finding{Rule: "test", Object: obj.Ref(), Action: rules.RemoveFinalizers{Finalizers: []string{finalizerA}}}
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
+	assert.Equal(t, "resolved: none of the finalizers to remove is on the object any more", res.Message)
+	assert.Empty(t, f.patches("cm"))
+	assert.Empty(t, f.rec.matching("POST", "/events$"))
 }
