@@ -93,19 +93,19 @@ func (r CatalogPods) decide(view *View, pod *Object) (Finding, bool) {
 
 	var reason string
 	node, exists := view.Get(nodes, "", nodeName)
-	ready, since, known := readyCondition(node)
+	ready, since, known := condition(node, "Ready")
 	switch {
 	case !exists:
 		reason = fmt.Sprintf("its node %s no longer exists", nodeName)
 		evidence = append(evidence, fmt.Sprintf("node %s: no such Node", nodeName))
-	case !known:
+	case !known || since.IsZero():
 		return Finding{}, false // no Ready condition: nothing to measure
 	case ready == "True":
 		return Finding{}, false // the kubelet will finish the deletion
 	case now.Sub(since) >= r.NodeNotReadyFor:
 		reason = fmt.Sprintf("its node %s has not been Ready for %s", nodeName, duration.HumanDuration(now.Sub(since)))
 		evidence = append(evidence, fmt.Sprintf("node %s: Ready=%s since %s (threshold %s)", nodeName, ready, since.UTC().Format(time.RFC3339), r.NodeNotReadyFor))
-	case podCondition(pod, "DisruptionTarget") == "True":
+	case conditionStatus(pod, "DisruptionTarget") == "True":
 		reason = fmt.Sprintf("it is a DisruptionTarget on node %s, which is not Ready", nodeName)
 		evidence = append(evidence,
 			fmt.Sprintf("node %s: Ready=%s since %s", nodeName, ready, since.UTC().Format(time.RFC3339)),
@@ -128,33 +128,24 @@ func (r CatalogPods) decide(view *View, pod *Object) (Finding, bool) {
 	}, true
 }
 
-// readyCondition returns a node's Ready condition: its status, and since when.
-func readyCondition(node *Object) (status string, since time.Time, ok bool) {
-	if node == nil {
-		return "", time.Time{}, false
-	}
-	conditions, _, _ := unstructured.NestedSlice(node.Content, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] != "Ready" {
-			continue
-		}
-		status, _ = m["status"].(string)
-		ts, _ := m["lastTransitionTime"].(string)
-		since, err := time.Parse(time.RFC3339, ts)
-		return status, since, err == nil
-	}
-	return "", time.Time{}, false
+func conditionStatus(obj *Object, conditionType string) string {
+	status, _, _ := condition(obj, conditionType)
+	return status
 }
 
-// podCondition returns the status of a pod condition, or "".
-func podCondition(pod *Object, conditionType string) string {
-	conditions, _, _ := unstructured.NestedSlice(pod.Content, "status", "conditions")
+// condition returns the status of an object's condition (status.conditions) and since when.
+func condition(obj *Object, conditionType string) (status string, since time.Time, found bool) {
+	if obj == nil {
+		return "", time.Time{}, false
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Content, "status", "conditions")
 	for _, c := range conditions {
 		if m, _ := c.(map[string]any); m["type"] == conditionType {
-			status, _ := m["status"].(string)
-			return status
+			status, _ = m["status"].(string)
+			ts, _ := m["lastTransitionTime"].(string)
+			since, _ = time.Parse(time.RFC3339, ts)
+			return status, since, true
 		}
 	}
-	return ""
+	return "", time.Time{}, false
 }

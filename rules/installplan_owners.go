@@ -89,12 +89,11 @@ func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
 
 func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
 	subsKnown := view.Observed(subscriptions, plan.Namespace)
+	// A reference with another UID names an earlier InstallPlan of the same name.
+	uses = slices.DeleteFunc(slices.Clone(uses), func(use planUse) bool { return use.uid != "" && use.uid != plan.UID })
 	var evidence []string
 	var add []metav1.OwnerReference
 	for _, use := range uses {
-		if use.uid != "" && use.uid != plan.UID {
-			continue // it names an earlier InstallPlan of the same name
-		}
 		evidence = append(evidence, fmt.Sprintf("Subscription %s (uid %s) names this InstallPlan in %s", use.sub.Name, use.sub.UID, use.field))
 		if !slices.ContainsFunc(plan.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == use.sub.UID }) {
 			add = append(add, subscriptionOwner(use.sub))

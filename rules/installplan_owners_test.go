@@ -79,8 +79,9 @@ func TestInstallPlanOwners(t *testing.T) {
 			wantAction: SetOwnerReferences{Add: []metav1.OwnerReference{subRef("etcd", "sub-b")}},
 		},
 		{
-			name:    "the reference names an earlier plan of that name: nothing",
-			objects: []*Object{subscription("etcd", "sub-b", installPlanRef("install-abc", "older-uid")), plan(ownedBy(subRef("etcd", "sub-a")))},
+			name:       "the reference names an earlier plan of that name: this one is orphaned",
+			objects:    []*Object{subscription("etcd", "sub-b", installPlanRef("install-abc", "older-uid")), plan(ownedBy(subRef("etcd", "sub-a")))},
+			wantReason: "orphaned InstallPlan: no Subscription owns it or uses it",
 		},
 		{
 			name:       "orphaned InstallPlan: reported only",

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,4 +36,52 @@ func splitOperatorName(name string) (pkg, namespace string, ok bool) {
 		return "", "", false
 	}
 	return name[:i], name[i+1:], true
+}
+
+// csvOwner returns the CSV OLM labelled obj as made for: olm.owner, olm.owner.namespace and
+// olm.owner.kind=ClusterServiceVersion.
+func csvOwner(obj *Object) (namespace, name string, ok bool) {
+	if obj.Labels["olm.owner.kind"] != "ClusterServiceVersion" {
+		return "", "", false
+	}
+	namespace, name = obj.Labels["olm.owner.namespace"], obj.Labels["olm.owner"]
+	return namespace, name, namespace != "" && name != ""
+}
+
+// copiedCSV reports whether a CSV is OLM's copy of one in another namespace (olm.copiedFrom).
+func copiedCSV(csv *Object) bool {
+	_, copied := csv.Labels["olm.copiedFrom"]
+	return copied
+}
+
+// crdIndex says which ClusterServiceVersions (not OLM's copies) own a CRD, and which own or
+// require it, by CRD name.
+type crdIndex struct {
+	owners, users map[string][]*Object
+}
+
+func indexCRDs(view *View) crdIndex {
+	index := crdIndex{owners: map[string][]*Object{}, users: map[string][]*Object{}}
+	for _, csv := range view.List(clusterServiceVersions) {
+		if copiedCSV(csv) {
+			continue
+		}
+		for _, field := range []string{"owned", "required"} {
+			list, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", field)
+			for _, d := range list {
+				m, _ := d.(map[string]any)
+				name, _ := m["name"].(string)
+				if name == "" {
+					continue
+				}
+				if field == "owned" {
+					index.owners[name] = append(index.owners[name], csv)
+				}
+				if !slices.Contains(index.users[name], csv) {
+					index.users[name] = append(index.users[name], csv)
+				}
+			}
+		}
+	}
+	return index
 }

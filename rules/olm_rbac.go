@@ -43,13 +43,8 @@ var olmRBACResources = append(slices.Clone(csvCleanupResources),
 	schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"},
 )
 
-// ownedByCSV reports whether OLM labelled obj as created for the CSV namespace/name.
-func ownedByCSV(obj *Object, namespace, name string) bool {
-	return obj.Labels["olm.owner.kind"] == "ClusterServiceVersion" && obj.Labels["olm.owner"] == name && obj.Labels["olm.owner.namespace"] == namespace
-}
-
 // csvCleanupObjects returns what OLM's csv-cleanup finalizer of the CSV namespace/name still has
-// to delete, and whether the view is sure to hold all of it.
+// to delete (not what is already being deleted), and whether the view is sure to hold all of it.
 func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string, bool) {
 	var refs []ObjectRef
 	var names []string
@@ -58,7 +53,7 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 			return nil, fmt.Sprintf("%s were not all listed: cannot tell what the csv-cleanup finalizer still guards", gr), false
 		}
 		for _, obj := range view.List(gr) {
-			if ownedByCSV(obj, namespace, name) {
+			if ns, n, ok := csvOwner(obj); ok && ns == namespace && n == name && obj.DeletionTimestamp == nil {
 				refs = append(refs, obj.Ref())
 				names = append(names, obj.Resource.Kind+" "+obj.Name)
 			}
@@ -103,8 +98,8 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 	var olmStatus *controllerStatus // looked up once, if a CSV is terminating
 	for _, gr := range olmRBACResources {
 		for _, obj := range view.List(gr) {
-			csvName, csvNamespace := obj.Labels["olm.owner"], obj.Labels["olm.owner.namespace"]
-			if obj.DeletionTimestamp != nil || obj.Labels["olm.owner.kind"] != "ClusterServiceVersion" || csvName == "" || csvNamespace == "" {
+			csvNamespace, csvName, ok := csvOwner(obj)
+			if !ok || obj.DeletionTimestamp != nil {
 				continue
 			}
 			evidence := []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)}

@@ -114,16 +114,17 @@ func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
 		add(op, "subscription deleted; left behind", fmt.Sprintf("the Operator of package %s in namespace %s", pkg, ns), gone)
 	}
 	for _, csv := range view.List(clusterServiceVersions) {
-		if _, copied := csv.Labels["olm.copiedFrom"]; copied || !view.Observed(subscriptions, csv.Namespace) || installed(view, csv) {
+		if copiedCSV(csv) || !view.Observed(subscriptions, csv.Namespace) || installed(view, csv) {
 			continue
 		}
 		add(csv, "no Subscription installed it; left behind",
 			fmt.Sprintf("no Subscription in namespace %s has it as status.installedCSV or status.currentCSV, or is of the operator it is labelled with", csv.Namespace))
 	}
 
+	crds := indexCRDs(view)
 	findings := make([]Finding, 0, len(leftovers))
 	for _, l := range leftovers {
-		findings = append(findings, r.finding(view, l, found))
+		findings = append(findings, r.finding(view, crds, l, found))
 	}
 	return findings
 }
@@ -180,9 +181,10 @@ func referenced(view *View, ref any) (*Object, bool) {
 	return view.Get(r.GroupResource(), namespace, name)
 }
 
-// finding reports a leftover, with a delete that needs an opt-in for its kind. A CRD still used by
-// a ClusterServiceVersion that is not itself left behind is never deleted.
-func (r OperatorLeftovers) finding(view *View, l leftover, leftovers map[types.UID]bool) Finding {
+// finding reports a leftover, with a delete that needs an opt-in for its kind. A CRD is deleted
+// only when every ClusterServiceVersion was listed, none that is not left behind owns or requires
+// it, and those left behind that do are deleted first.
+func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftovers map[types.UID]bool) Finding {
 	f := Finding{
 		Rule:     r.Name(),
 		Severity: SeverityWarning,
@@ -194,32 +196,32 @@ func (r OperatorLeftovers) finding(view *View, l leftover, leftovers map[types.U
 	kind := l.obj.Resource.Kind
 	if l.obj.Resource.GroupResource() == customResourceDefinitions {
 		f.Evidence = append(f.Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
-		if users := crdUsers(view, l.obj.Name, leftovers); len(users) > 0 {
-			f.Evidence = append(f.Evidence, "still owned or required by "+strings.Join(users, ", ")+": not deleted")
+		if !view.Observed(clusterServiceVersions, "") {
+			f.Evidence = append(f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
 			f.Action = nil
 			return f
+		}
+		var live, leftBehind []string
+		for _, csv := range crds.users[l.obj.Name] {
+			name := "ClusterServiceVersion " + csv.Namespace + "/" + csv.Name
+			if leftovers[csv.UID] {
+				leftBehind = append(leftBehind, name)
+				f.DependsOn = append(f.DependsOn, csv.Ref())
+			} else {
+				live = append(live, name)
+			}
+		}
+		if len(live) > 0 {
+			f.Evidence = append(f.Evidence, "still owned or required by "+strings.Join(live, ", ")+": not deleted")
+			f.Action, f.DependsOn = nil, nil
+			return f
+		}
+		if len(leftBehind) > 0 {
+			f.Evidence = append(f.Evidence, "deleted only after "+strings.Join(leftBehind, ", ")+", left behind too, which owns or requires it")
 		}
 	}
 	if !slices.Contains(r.Delete, kind) {
 		f.OptIn = fmt.Sprintf("rules.operator-leftovers.delete: [%s]", kind)
 	}
 	return f
-}
-
-// crdUsers names the ClusterServiceVersions (not copies, not leftovers) that own or require a CRD.
-func crdUsers(view *View, crdName string, leftovers map[types.UID]bool) []string {
-	var users []string
-	for _, csv := range view.List(clusterServiceVersions) {
-		if _, copied := csv.Labels["olm.copiedFrom"]; copied || leftovers[csv.UID] {
-			continue
-		}
-		for _, field := range []string{"owned", "required"} {
-			list, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", field)
-			if slices.ContainsFunc(list, func(d any) bool { m, _ := d.(map[string]any); return m["name"] == crdName }) {
-				users = append(users, "ClusterServiceVersion "+csv.Namespace+"/"+csv.Name)
-				break
-			}
-		}
-	}
-	return users
 }

@@ -83,6 +83,30 @@ func TestOperatorLeftovers(t *testing.T) {
 		}
 		t.Fatal("no finding for the CRD")
 	})
+	t.Run("a CRD goes after the leftover CSV that owns it", func(t *testing.T) {
+		findings := OperatorLeftovers{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}.Plan(context.Background(), viewWith(Coverage{}, debris...))
+		for _, f := range findings {
+			if f.Object.Kind == "CustomResourceDefinition" {
+				assert.Equal(t, Delete{}, f.Action)
+				assert.Equal(t, []ObjectRef{csvObj.Ref()}, f.DependsOn)
+				assert.Contains(t, f.Evidence, "deleted only after ClusterServiceVersion operators/etcdoperator.v0.9.4, left behind too, which owns or requires it")
+				return
+			}
+		}
+		t.Fatal("no finding for the CRD")
+	})
+	t.Run("a CRD is not deleted when a CSV may be unseen", func(t *testing.T) {
+		coverage := Coverage{Namespaces: []string{"operators"}}
+		findings := OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(coverage, debris...))
+		for _, f := range findings {
+			if f.Object.Kind == "CustomResourceDefinition" {
+				assert.Nil(t, f.Action)
+				assert.Contains(t, f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
+				return
+			}
+		}
+		t.Fatal("no finding for the CRD")
+	})
 	t.Run("the Subscription exists: nothing", func(t *testing.T) {
 		for name, sub := range map[string]*Object{
 			"by label":   object(subscriptionsRes, "operators", "my-etcd", withLabels("operators.coreos.com/etcd.operators", "")),

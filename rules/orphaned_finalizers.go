@@ -9,7 +9,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -83,7 +82,7 @@ type verdict struct {
 type facts struct {
 	view        *View
 	controllers map[string]controllerStatus // by mapping pattern
-	csvOwners   map[string][]string         // by CRD name, built on first use
+	crds        *crdIndex                   // built on first use
 	releases    map[string]string           // by "namespace/release": its Secret, or ""
 }
 
@@ -98,23 +97,15 @@ func (f *facts) controllersOf(owner FinalizerOwner) controllerStatus {
 
 // owningCSVs names the ClusterServiceVersions (not OLM's copies in other namespaces) that own a CRD.
 func (f *facts) owningCSVs(crdName string) []string {
-	if f.csvOwners == nil {
-		f.csvOwners = map[string][]string{}
-		for _, csv := range f.view.List(clusterServiceVersions) {
-			if _, copied := csv.Labels["olm.copiedFrom"]; copied {
-				continue
-			}
-			owned, _, _ := unstructured.NestedSlice(csv.Content, "spec", "customresourcedefinitions", "owned")
-			for _, o := range owned {
-				if m, ok := o.(map[string]any); ok {
-					if name, ok := m["name"].(string); ok {
-						f.csvOwners[name] = append(f.csvOwners[name], "ClusterServiceVersion "+csv.Namespace+"/"+csv.Name)
-					}
-				}
-			}
-		}
+	if f.crds == nil {
+		index := indexCRDs(f.view)
+		f.crds = &index
 	}
-	return f.csvOwners[crdName]
+	var names []string
+	for _, csv := range f.crds.owners[crdName] {
+		names = append(names, "ClusterServiceVersion "+csv.Namespace+"/"+csv.Name)
+	}
+	return names
 }
 
 // releaseSecret returns the Secret that records a Helm release, or "".

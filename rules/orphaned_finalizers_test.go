@@ -286,6 +286,17 @@ func TestCSVCleanup(t *testing.T) {
 		assert.Contains(t, f.Evidence, "no Deployment matches name olm-operator in any namespace")
 		assert.Contains(t, f.Evidence, "released only after what OLM would have deleted is deleted (rule olm-rbac): ClusterRoleBinding etcd-binding, ClusterRole etcd-role, MutatingWebhookConfiguration etcd-webhook")
 	})
+	t.Run("OLM uninstalled, RBAC already being deleted", func(t *testing.T) {
+		leaving := object(clusterRolesRes, "", "etcd-leaving", rbacLabels, terminatingFor(time.Minute, "x.example.com/y"))
+		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, leaving))
+		var csvFinding Finding
+		for _, f := range findings {
+			if f.Object.Kind == "ClusterServiceVersion" {
+				csvFinding = f
+			}
+		}
+		assert.Equal(t, []ObjectRef{role.Ref()}, csvFinding.DependsOn, "olm-rbac never acts on what is being deleted, so nothing waits for it")
+	})
 	t.Run("OLM uninstalled, no RBAC left", func(t *testing.T) {
 		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, otherRole))
 		require.Len(t, findings, 1)

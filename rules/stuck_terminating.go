@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -41,8 +42,15 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 				contents = countNamespaceContents(view)
 			}
 			c := contents[obj.Name]
-			waitingOn = fmt.Sprintf("waiting on its %d remaining objects (%d terminating)", c.objects, c.terminating)
-			evidence = append(evidence, fmt.Sprintf("%d objects remain in the namespace, %d of them terminating", c.objects, c.terminating))
+			atLeast, its := "", "its "
+			if !view.Complete(obj.Name) {
+				atLeast, its = "at least ", ""
+			}
+			waitingOn = fmt.Sprintf("waiting on %s%s%d remaining objects (%d terminating)", its, atLeast, c.objects, c.terminating)
+			evidence = append(evidence, fmt.Sprintf("%s%d objects remain in the namespace, %d of them terminating", atLeast, c.objects, c.terminating))
+			if atLeast != "" {
+				evidence = append(evidence, "not every resource was listed in the namespace: there may be more")
+			}
 		}
 		findings = append(findings, Finding{
 			Rule:     r.Name(),
@@ -65,12 +73,15 @@ var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 type namespaceContents struct{ objects, terminating int }
 
+// countNamespaceContents counts each object once: Events are served by two API groups.
 func countNamespaceContents(view *View) map[string]namespaceContents {
 	contents := map[string]namespaceContents{}
+	seen := map[types.UID]bool{}
 	for obj := range view.Objects() {
-		if obj.Namespace == "" {
+		if obj.Namespace == "" || seen[obj.UID] {
 			continue
 		}
+		seen[obj.UID] = true
 		c := contents[obj.Namespace]
 		c.objects++
 		if obj.DeletionTimestamp != nil {

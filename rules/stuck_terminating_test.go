@@ -7,12 +7,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestStuckTerminating(t *testing.T) {
 	const minAge = 15 * time.Minute
 	tests := []struct {
 		name         string
+		coverage     Coverage
 		objects      []*Object
 		wantNames    []string
 		wantReason   string
@@ -63,6 +65,23 @@ func TestStuckTerminating(t *testing.T) {
 			},
 		},
 		{
+			name: "a namespace's Events are counted once, and what was not listed makes it at least",
+			objects: []*Object{
+				object(namespaces, "", "logging", terminatingFor(time.Hour)),
+				object(events, "logging", "e", withUID("same")),
+				object(eventsV1, "logging", "e", withUID("same")),
+			},
+			coverage:   Coverage{Unlisted: []schema.GroupResource{configMaps.GroupResource()}},
+			wantNames:  []string{"logging"},
+			wantReason: "terminating for 60m, waiting on at least 1 remaining objects (0 terminating)",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+				"no finalizers in metadata",
+				"at least 1 objects remain in the namespace, 0 of them terminating",
+				"not every resource was listed in the namespace: there may be more",
+			},
+		},
+		{
 			name: "a grace period is part of the evidence",
 			objects: []*Object{object(configMaps, "shop", "settings", terminatingFor(time.Hour), func(o *Object) {
 				grace := int64(30)
@@ -79,7 +98,8 @@ func TestStuckTerminating(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			findings := StuckTerminating{MinAge: minAge}.Plan(context.Background(), newTestView(tt.objects...))
+			view := NewView(testNow, []Resource{configMaps, namespaces, loggings, events, eventsV1}, tt.coverage, tt.objects)
+			findings := StuckTerminating{MinAge: minAge}.Plan(context.Background(), view)
 			var names []string
 			for _, f := range findings {
 				names = append(names, f.Object.Name)

@@ -52,6 +52,9 @@ func (o *Object) Ref() ObjectRef {
 type Coverage struct {
 	// Failed lists the listed resources whose list failed, in part or in full.
 	Failed []schema.GroupResource
+	// Partial lists the listed resources of which some objects were left out on purpose:
+	// Namespace objects under a namespace filter.
+	Partial []schema.GroupResource
 	// Unlisted lists resources the server serves that were not listed (--include-resources,
 	// --exclude-resources).
 	Unlisted []schema.GroupResource
@@ -77,9 +80,9 @@ type View struct {
 }
 
 type coverageSets struct {
-	failed, unlisted map[schema.GroupResource]bool
-	undiscovered     map[string]bool
-	namespaces       map[string]bool // nil: all namespaces
+	failed, partial, unlisted map[schema.GroupResource]bool
+	undiscovered              map[string]bool
+	namespaces                map[string]bool // nil: all namespaces
 }
 
 // NewView indexes objects observed at now. Resources lists every resource the engine listed;
@@ -92,6 +95,7 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 		byKind:    make(map[schema.GroupKind]Resource, len(resources)),
 		coverage: coverageSets{
 			failed:       setOf(coverage.Failed),
+			partial:      setOf(coverage.Partial),
 			unlisted:     setOf(coverage.Unlisted),
 			undiscovered: setOf(coverage.UndiscoveredGroups),
 		},
@@ -148,13 +152,27 @@ func (v *View) Observed(gr schema.GroupResource, namespace string) bool {
 	switch {
 	case !listed:
 		return !v.coverage.unlisted[gr] && !v.coverage.undiscovered[gr.Group]
-	case v.coverage.failed[gr]:
+	case v.coverage.failed[gr] || v.coverage.partial[gr]:
 		return false
 	case !r.Namespaced || v.coverage.namespaces == nil:
 		return true
 	default:
 		return namespace != "" && v.coverage.namespaces[namespace]
 	}
+}
+
+// Complete reports whether the view holds every object of a namespace: every namespaced resource
+// was listed there in full, and no resource was left out or undiscovered.
+func (v *View) Complete(namespace string) bool {
+	if len(v.coverage.unlisted) > 0 || len(v.coverage.undiscovered) > 0 {
+		return false
+	}
+	for _, r := range v.resources {
+		if r.Namespaced && !v.Observed(r.GroupResource(), namespace) {
+			return false
+		}
+	}
+	return true
 }
 
 // ResourceFor returns the listed resource of a kind, as an ownerReference or an object

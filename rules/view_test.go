@@ -55,6 +55,7 @@ func TestViewObserved(t *testing.T) {
 		{"not served: none exist", Coverage{}, operators, "olm", true},
 		{"served but not listed", Coverage{Unlisted: []schema.GroupResource{secrets}}, secrets, "shop", false},
 		{"group not discovered", Coverage{UndiscoveredGroups: []string{"metrics.k8s.io"}}, metrics, "", false},
+		{"listed in part on purpose", Coverage{Partial: []schema.GroupResource{loggings.GroupResource()}}, loggings.GroupResource(), "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,8 +66,6 @@ func TestViewObserved(t *testing.T) {
 }
 
 func TestViewCountsObjectsServedTwice(t *testing.T) {
-	events := Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
-	eventsV1 := Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
 	v := NewView(testNow, []Resource{events, eventsV1}, Coverage{}, []*Object{
 		object(events, "shop", "e", withUID("same")),
 		object(eventsV1, "shop", "e", withUID("same")),
@@ -109,4 +108,13 @@ func TestViewResourceFor(t *testing.T) {
 	assert.Equal(t, configMaps, r)
 	_, ok = v.ResourceFor(schema.GroupKind{Group: "apps", Kind: "ConfigMap"})
 	assert.False(t, ok)
+}
+
+func TestViewComplete(t *testing.T) {
+	resources := []Resource{configMaps, loggings}
+	assert.True(t, NewView(testNow, resources, Coverage{}, nil).Complete("shop"))
+	assert.True(t, NewView(testNow, resources, Coverage{Namespaces: []string{"shop"}}, nil).Complete("shop"))
+	assert.False(t, NewView(testNow, resources, Coverage{Namespaces: []string{"other"}}, nil).Complete("shop"))
+	assert.False(t, NewView(testNow, resources, Coverage{Failed: []schema.GroupResource{configMaps.GroupResource()}}, nil).Complete("shop"))
+	assert.False(t, NewView(testNow, resources, Coverage{Unlisted: []schema.GroupResource{{Resource: "secrets"}}}, nil).Complete("shop"))
 }
