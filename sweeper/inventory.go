@@ -66,6 +66,9 @@ func (e *Engine) inventory(ctx context.Context) (inventory, error) {
 		}
 	}
 	slices.SortFunc(inv.resources, func(a, b rules.Resource) int { return cmp.Compare(a.String(), b.String()) })
+	if failed != nil && len(lists) == 0 {
+		return inv, fmt.Errorf("discover the server's API resources: every API group failed: %w", err)
+	}
 	return inv, nil
 }
 

@@ -68,6 +68,9 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	stop()
 
 	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
+	if filter.active() {
+		coverage.Partial = []schema.GroupResource{namespacesResource.GroupResource()} // filtered by name
+	}
 	var objects []*rules.Object
 	var problems []ReportError
 	// Objects listed in full by selector replace their metadata.
@@ -182,11 +185,7 @@ func newPager[L runtime.Object](list func(context.Context, metav1.ListOptions) (
 func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter) listResult {
 	var res listResult
 	add := func(obj *rules.Object) {
-		scope := obj.Namespace
-		if task.resource.GroupVersionResource == namespacesResource {
-			scope = obj.Name
-		}
-		if scope == "" || filter.allows(scope) {
+		if scope := namespaceOf(task.resource.GroupVersionResource, obj.Namespace, obj.Name); scope == "" || filter.allows(scope) {
 			res.objects = append(res.objects, obj)
 		}
 	}

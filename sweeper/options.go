@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -302,6 +303,11 @@ func (o Options) Validate() error {
 	if _, err := o.logLevel(); err != nil {
 		return err
 	}
+	if o.ReportFile != "" {
+		if info, err := os.Stat(filepath.Dir(o.ReportFile)); err != nil || !info.IsDir() {
+			return inputErrorf("--report-file %s: its directory does not exist", o.ReportFile)
+		}
+	}
 	if err := o.validatePush(); err != nil {
 		return err
 	}
@@ -340,16 +346,16 @@ func (o Options) validatePush() error {
 	if o.PushgatewayUsername != "" && o.PushgatewayBearerTokenFile != "" {
 		return inputErrorf("use either basic auth (--pushgateway-username) or --pushgateway-bearer-token-file, not both")
 	}
-	for flag, file := range map[string]string{
-		"--pushgateway-password-file":     o.PushgatewayPasswordFile,
-		"--pushgateway-bearer-token-file": o.PushgatewayBearerTokenFile,
-		"--pushgateway-ca-file":           o.PushgatewayCAFile,
+	for _, f := range []struct{ flag, file string }{
+		{"--pushgateway-password-file", o.PushgatewayPasswordFile},
+		{"--pushgateway-bearer-token-file", o.PushgatewayBearerTokenFile},
+		{"--pushgateway-ca-file", o.PushgatewayCAFile},
 	} {
-		if file == "" {
+		if f.file == "" {
 			continue
 		}
-		if _, err := os.Stat(file); err != nil {
-			return inputErrorf("%s: %w", flag, err)
+		if _, err := os.Stat(f.file); err != nil {
+			return inputErrorf("%s: %w", f.flag, err)
 		}
 	}
 	for _, kv := range o.PushGrouping {

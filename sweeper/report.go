@@ -2,8 +2,11 @@ package sweeper
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -52,7 +55,7 @@ type ReportMetadata struct {
 // Summary counts what the run did. Planned counts actions that were not persisted: planned
 // under --dry-run=client and accepted under --dry-run=server.
 type Summary struct {
-	// Resources is the number of resource types listed.
+	// Resources is the number of resource types walked (a list that failed is in errors).
 	Resources int `json:"resources"`
 	// Scanned is the number of objects listed.
 	Scanned  int `json:"scanned"`
@@ -190,6 +193,20 @@ func (r *Report) Failed() bool {
 	return false
 }
 
+// failure describes in one line why the run counts as failed.
+func (r *Report) failure() string {
+	var parts []string
+	for _, e := range r.Errors {
+		if e.Resource == "" {
+			parts = append(parts, e.Stage+": "+e.Message)
+		}
+	}
+	if r.Summary.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Print writes the report in the given format.
 func (r *Report) Print(w io.Writer, format OutputFormat) error {
 	switch format {
@@ -207,6 +224,20 @@ func (r *Report) Print(w io.Writer, format OutputFormat) error {
 	default:
 		return r.printTable(w)
 	}
+}
+
+// writeFile writes the JSON report next to file and renames it into place, so that a reader never
+// sees half a report, and an earlier report stays until a new one is whole.
+func (r *Report) writeFile(file string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing left to remove
+	if err := errors.Join(r.printJSON(tmp), tmp.Close()); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }
 
 func (r *Report) printJSON(w io.Writer) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -140,4 +142,19 @@ func TestReportMarkdown(t *testing.T) {
 	assert.Contains(t, md, "| orphans | warning | ConfigMap shop/a\\|b | Delete | skipped (limit) | pod lost |  |")
 	assert.Contains(t, md, "## Errors\n\n| stage | resource | error |\n|---|---|---|\n| observe | pods | forbidden |")
 	assert.Contains(t, md, "| 2026-11-23T12:00:00Z | 2026-11-23T12:00:01Z | v1.2.3 |")
+}
+
+func TestReportWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.json")
+	require.NoError(t, os.WriteFile(file, []byte("old"), 0o600))
+	require.NoError(t, testReport().writeFile(file))
+	var back Report
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, testReport().Summary, back.Summary)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file left behind")
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,14 +47,6 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	if opts.Cluster == "" {
 		opts.Cluster = cluster
 	}
-	// Open the report file before the run, so that a bad path is an input error, not a lost report.
-	var reportFile *os.File
-	if opts.ReportFile != "" {
-		if reportFile, err = os.Create(opts.ReportFile); err != nil {
-			return inputErrorf("--report-file: %w", err)
-		}
-		defer reportFile.Close()
-	}
 	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
 	runCtx := ctx
 	if opts.Timeout.Duration > 0 {
@@ -88,11 +79,8 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	if err := report.Print(streams.Out, opts.Output); err != nil {
 		return fmt.Errorf("print the report: %w", err)
 	}
-	if reportFile != nil {
-		if err := report.printJSON(reportFile); err != nil {
-			return fmt.Errorf("write --report-file %s: %w", opts.ReportFile, err)
-		}
-		if err := reportFile.Close(); err != nil {
+	if opts.ReportFile != "" {
+		if err := report.writeFile(opts.ReportFile); err != nil {
 			return fmt.Errorf("write --report-file %s: %w", opts.ReportFile, err)
 		}
 	}
@@ -124,8 +112,8 @@ func newLogger(opts Options, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, handlerOpts))
 }
 
-// Engine runs one sweep: inventory, observe, plan, limit, apply. It never prints; it returns the
-// report.
+// Engine runs one sweep: inventory, observe, plan, limit, apply. It returns the report and
+// prints nothing, but for the progress line it is given.
 type Engine struct {
 	Options Options
 	Clients *Clients
@@ -288,8 +276,9 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []
 		case f.Action == nil:
 		case f.OptIn != "":
 			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("opt-in: set %s to act", f.OptIn)}
-		case protected.match(namespaceOf(f.Object)):
-			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("protected-namespace: %s is in --protected-namespaces", namespaceOf(f.Object))}
+		case protected.match(namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)):
+			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("protected-namespace: %s is in --protected-namespaces",
+				namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name))}
 		case pending(f.DependsOn, done) != nil:
 			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("dependency: %s was not acted on first", pending(f.DependsOn, done))}
 		case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
@@ -323,23 +312,9 @@ func pending(dependencies []rules.ObjectRef, done map[types.UID]bool) *rules.Obj
 }
 
 // namespaceOf is the namespace an object belongs to; a Namespace belongs to itself.
-func namespaceOf(ref rules.ObjectRef) string {
-	if ref.Resource == namespacesResource {
-		return ref.Name
+func namespaceOf(resource schema.GroupVersionResource, namespace, name string) string {
+	if resource == namespacesResource {
+		return name
 	}
-	return ref.Namespace
-}
-
-// failure describes in one line why the run counts as failed.
-func (r *Report) failure() string {
-	var parts []string
-	for _, e := range r.Errors {
-		if e.Resource == "" {
-			parts = append(parts, e.Stage+": "+e.Message)
-		}
-	}
-	if r.Summary.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
-	}
-	return strings.Join(parts, "; ")
+	return namespace
 }

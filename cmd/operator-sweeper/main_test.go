@@ -64,7 +64,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 			`config: finalizers[0].pattern "[x" is not a valid glob`},
 		{"config bad selector", []string{"--config", writeFile(t, "c.yaml", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a b'}]}]\n")},
 			`config: finalizers[0].controllers[0].selector "a b"`},
-		{"report file directory", []string{"--kubeconfig", kubeconfig, "--report-file", "/nonexistent/dir/report.json"}, "--report-file"},
+		{"report file directory", []string{"--kubeconfig", kubeconfig, "--report-file", "/nonexistent/dir/report.json"}, "--report-file /nonexistent/dir/report.json: its directory does not exist"},
 		{"unreachable server", []string{"--kubeconfig", kubeconfig}, "cannot reach the API server at https://127.0.0.1:1"},
 	}
 	for _, tt := range tests {
@@ -110,4 +110,17 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	opts, _, err = parseOptions(nil)
 	require.NoError(t, err)
 	assert.Equal(t, sweeper.DefaultOptions(), opts)
+}
+
+// TestAFailedStartKeepsTheLastReport: a run that cannot even reach the server leaves the previous
+// --report-file as it was.
+func TestAFailedStartKeepsTheLastReport(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	report := writeFile(t, "report.json", `{"kind":"SweepReport"}`)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--kubeconfig", writeFile(t, "kubeconfig", unreachableKubeconfig), "--report-file", report}, &stdout, &stderr)
+	assert.Equal(t, exitInput, code)
+	data, err := os.ReadFile(report)
+	require.NoError(t, err)
+	assert.Equal(t, `{"kind":"SweepReport"}`, string(data))
 }
