@@ -78,20 +78,13 @@ func snapshot(t *testing.T, seeded map[string]cluster.Seeded) map[string]string 
 	for _, s := range seeded {
 		for _, obj := range s.Objects {
 			version := "gone"
-			if now := get(t, obj); now != nil {
+			if now := testCluster.Current(t, obj); now != nil {
 				version = now.GetResourceVersion()
 			}
 			versions[obj.GetKind()+" "+obj.GetNamespace()+"/"+obj.GetName()] = version
 		}
 	}
 	return versions
-}
-
-func get(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
-	t.Helper()
-	got, err := testCluster.Get(context.Background(), obj)
-	require.NoError(t, err)
-	return got
 }
 
 // TestDeployed deploys the report-only overlay, then the base, on a cluster seeded with every
@@ -167,9 +160,9 @@ func TestDeployed(t *testing.T) {
 		seeded["f1"].Get("ClusterServiceVersion", "etcdoperator.v0.9.4"), seeded["f1"].Get("ClusterRole", "e2e-f1-role"),
 		logging, seeded["f5"].Get("Pod", "on-lost-node"), seeded["f5"].Get("Pod", "on-missing-node"),
 	} {
-		assert.Nil(t, get(t, gone), "%s %s is gone", gone.GetKind(), gone.GetName())
+		assert.Nil(t, testCluster.Current(t, gone), "%s %s is gone", gone.GetKind(), gone.GetName())
 	}
-	assert.NotNil(t, get(t, seeded["f5"].Get("Pod", "on-ready-node")), "never on a Ready node")
+	assert.NotNil(t, testCluster.Current(t, seeded["f5"].Get("Pod", "on-ready-node")), "never on a Ready node")
 }
 
 // policySet flattens policy rules into "verb group/resource" grants.

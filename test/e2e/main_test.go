@@ -43,34 +43,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "operator-sweeper-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	sweeperBinary = filepath.Join(dir, "operator-sweeper")
-	build := exec.Command("make", "-C", repoRoot, "build", "BIN="+sweeperBinary, "VERSION="+e2eVersion, "COMMIT="+e2eCommit)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "make build:", err)
-		return 1
-	}
-	testCluster, err = cluster.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := testCluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the test cluster:", err)
+	os.Exit(cluster.RunTests(m, &testCluster, func(dir string) error {
+		sweeperBinary = filepath.Join(dir, "operator-sweeper")
+		build := exec.Command("make", "-C", repoRoot, "build", "BIN="+sweeperBinary, "VERSION="+e2eVersion, "COMMIT="+e2eCommit)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("make build: %w", err)
 		}
-	}()
-	return m.Run()
+		return nil
+	}))
 }
 
 // render renders a kustomization of manifests/ with the kustomize API, as kubectl kustomize does.

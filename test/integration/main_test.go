@@ -41,35 +41,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "operator-sweeper-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	sweeperBinary = filepath.Join(dir, "operator-sweeper")
-	build := exec.Command("go", "build", "-o", sweeperBinary, "github.com/operator-sweeper/operator-sweeper/cmd/operator-sweeper")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build operator-sweeper:", err)
-		return 1
-	}
-
-	testCluster, err = cluster.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := testCluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the test cluster:", err)
+	os.Exit(cluster.RunTests(m, &testCluster, func(dir string) error {
+		sweeperBinary = filepath.Join(dir, "operator-sweeper")
+		build := exec.Command("go", "build", "-o", sweeperBinary, "github.com/operator-sweeper/operator-sweeper/cmd/operator-sweeper")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build operator-sweeper: %w", err)
 		}
-	}()
-	return m.Run()
+		return nil
+	}))
 }
 
 var nonNameChars = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -35,7 +35,7 @@ func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 			require.NotNil(t, f.Action)
 			assert.Equal(t, "SetOwnerReferences", f.Action.Type)
 
-			owners := current(t, plan).GetOwnerReferences()
+			owners := testCluster.Current(t, plan).GetOwnerReferences()
 			assert.Equal(t, []metav1.OwnerReference{
 				plan.GetOwnerReferences()[1], // the unrelated owner stays
 				{APIVersion: "operators.coreos.com/v1alpha1", Kind: "Subscription", Name: "etcd", UID: subB.GetUID(), Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false)},
@@ -53,7 +53,7 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 	ns := newNamespace(t)
 	f5 := seeded(t)(testCluster.SeedF5(context.Background(), ns, 30*time.Second))
 	for pod := range cluster.F5Pods {
-		require.NotNil(t, current(t, f5.Get("Pod", pod)).GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", pod)
+		require.NotNil(t, testCluster.Current(t, f5.Get("Pod", pod)).GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", pod)
 	}
 
 	ruleSet, err := sweepOptions().RuleSet()
@@ -113,7 +113,7 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	}
 	assert.Contains(t, findings["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
 	for _, obj := range objs {
-		assert.NotNil(t, current(t, obj), "nothing is deleted by default: %s", obj.GetKind())
+		assert.NotNil(t, testCluster.Current(t, obj), "nothing is deleted by default: %s", obj.GetKind())
 	}
 
 	opts := sweepOptions()
@@ -124,10 +124,10 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	assert.Equal(t, sweeper.OutcomeApplied, findings["ClusterServiceVersion"].Outcome, findings["ClusterServiceVersion"].Error)
 	assert.Equal(t, sweeper.OutcomeApplied, findings["InstallPlan"].Outcome, findings["InstallPlan"].Error)
 	for _, kind := range []string{"ClusterServiceVersion", "InstallPlan"} {
-		assert.Nil(t, current(t, byKind[kind]), "%s deleted", kind)
+		assert.Nil(t, testCluster.Current(t, byKind[kind]), "%s deleted", kind)
 	}
 	for _, kind := range []string{"ClusterRole", "CustomResourceDefinition", "Operator"} {
 		assert.Equal(t, sweeper.OutcomeSkipped, findings[kind].Outcome, kind)
-		assert.NotNil(t, current(t, byKind[kind]), "%s kept", kind)
+		assert.NotNil(t, testCluster.Current(t, byKind[kind]), "%s kept", kind)
 	}
 }

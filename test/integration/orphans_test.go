@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -68,13 +67,6 @@ func byKind(findings []sweeper.FindingResult) map[string]sweeper.FindingResult {
 	return out
 }
 
-func current(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
-	t.Helper()
-	got, err := testCluster.Get(context.Background(), obj)
-	require.NoError(t, err)
-	return got
-}
-
 // TestF4LoggingOperatorUninstalled: Logging and its configs keep logging-operator's finalizers
 // after `helm uninstall`, their namespace hangs Terminating. Released, gone, and a second run has
 // nothing left to do.
@@ -90,7 +82,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 		assert.Equal(t, sweeper.OutcomeDryRun, f.Outcome, "%s %s", f.Object.Kind, f.Error)
 	}
 	for _, obj := range debris {
-		assert.NotNil(t, current(t, obj), "%s survives a server-side dry run", obj.GetKind())
+		assert.NotNil(t, testCluster.Current(t, obj), "%s survives a server-side dry run", obj.GetKind())
 	}
 
 	report = sweep(t, sweepOptions(), nil)
@@ -111,7 +103,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 		assert.Contains(t, f.Evidence, "no Deployment matches app.kubernetes.io/name=logging-operator in any namespace")
 	}
 	for _, obj := range debris {
-		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
+		assert.Nil(t, testCluster.Current(t, obj), "%s is gone", obj.GetKind())
 	}
 	// The Event of the cluster-scoped Logging is in default; the namespace of the others is
 	// Terminating, where no Event can be created.
@@ -148,7 +140,7 @@ func TestF4OperatorStillRunning(t *testing.T) {
 		assert.Contains(t, f.Reason, "Deployment "+ns+"/logging-operator")
 	}
 	for _, obj := range debris {
-		got := current(t, obj)
+		got := testCluster.Current(t, obj)
 		require.NotNil(t, got)
 		assert.Equal(t, obj.GetFinalizers(), got.GetFinalizers())
 	}
@@ -173,9 +165,9 @@ func TestF1OLMScaledToZero(t *testing.T) {
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+csvCleanup+": Deployment "+ns+"/olm-operator", findings[0].Reason)
 	assert.Nil(t, findings[0].Action)
 	assert.Empty(t, ruleFindings(report, "olm-rbac", ns), "OLM will clean up its RBAC when it is back")
-	assert.Equal(t, []string{csvCleanup}, current(t, csv).GetFinalizers())
+	assert.Equal(t, []string{csvCleanup}, testCluster.Current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
-		assert.NotNil(t, current(t, obj), "%s untouched", obj.GetKind())
+		assert.NotNil(t, testCluster.Current(t, obj), "%s untouched", obj.GetKind())
 	}
 }
 
@@ -206,7 +198,7 @@ func TestF1OLMUninstalled(t *testing.T) {
 	assert.Equal(t, []string{csvCleanup}, csvFindings[0].Action.Finalizers)
 
 	for _, obj := range append(rbac, csv) {
-		assert.Nil(t, current(t, obj), "%s is gone", obj.GetKind())
+		assert.Nil(t, testCluster.Current(t, obj), "%s is gone", obj.GetKind())
 	}
 	// The order of the writes: the deletes (the binding before the role it binds), then the patch.
 	var writes []string
@@ -243,9 +235,9 @@ func TestF1WithoutOptIn(t *testing.T) {
 	require.Len(t, csvFindings, 1)
 	assert.Equal(t, sweeper.OutcomeSkipped, csvFindings[0].Outcome)
 	assert.Equal(t, "dependency: ClusterRoleBinding.rbac.authorization.k8s.io "+ns+"-binding was not acted on first", csvFindings[0].Error)
-	assert.Equal(t, []string{csvCleanup}, current(t, csv).GetFinalizers())
+	assert.Equal(t, []string{csvCleanup}, testCluster.Current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
-		assert.NotNil(t, current(t, obj))
+		assert.NotNil(t, testCluster.Current(t, obj))
 	}
 }
 
@@ -281,7 +273,7 @@ metadata:
 	require.Len(t, findings, 1)
 	assert.Equal(t, sweeper.OutcomeApplied, findings[0].Outcome, findings[0].Error)
 	assert.Equal(t, []string{syslogNGFinalizer}, findings[0].Action.Finalizers)
-	assert.Equal(t, []string{"kubernetes", "live.test.operator-sweeper.io/keep"}, current(t, obj).GetFinalizers())
+	assert.Equal(t, []string{"kubernetes", "live.test.operator-sweeper.io/keep"}, testCluster.Current(t, obj).GetFinalizers())
 }
 
 func TestYoungAndUndecidableObjectsAreNotTouched(t *testing.T) {
@@ -296,7 +288,7 @@ metadata: {name: young, namespace: NAMESPACE, finalizers: [syslogngconfig.loggin
 	require.NoError(t, err)
 	report := newEngine(t, sweepOptions(), nil, nil, ruleSet...).Run(context.Background())
 	assert.Empty(t, ruleFindings(report, "orphaned-finalizers", ns))
-	assert.Equal(t, []string{syslogNGFinalizer}, current(t, young).GetFinalizers())
+	assert.Equal(t, []string{syslogNGFinalizer}, testCluster.Current(t, young).GetFinalizers())
 
 	mystery := terminate(t, ns, `
 apiVersion: v1
@@ -315,7 +307,7 @@ metadata: {name: mystery, namespace: NAMESPACE, finalizers: [mystery.example.com
 	assert.Equal(t, "owner of mystery.example.com/hold unknown; not touched", findings[0].Reason)
 	assert.Nil(t, findings[0].Action)
 	assert.Contains(t, findings[0].Evidence, "configmaps is not a custom resource: no CRD to ask")
-	assert.Equal(t, []string{"mystery.example.com/hold"}, current(t, mystery).GetFinalizers())
+	assert.Equal(t, []string{"mystery.example.com/hold"}, testCluster.Current(t, mystery).GetFinalizers())
 }
 
 func TestMaxActionsWithThreeOrphans(t *testing.T) {
@@ -398,6 +390,6 @@ metadata:
 	assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
 	assert.Equal(t, []string{syslogNGFinalizer}, f.Action.Finalizers)
 	assert.Contains(t, f.Evidence, "the object changed after it was observed; it was re-read and re-planned before acting")
-	assert.Equal(t, []string{"c.example.com/hold"}, current(t, obj).GetFinalizers())
+	assert.Equal(t, []string{"c.example.com/hold"}, testCluster.Current(t, obj).GetFinalizers())
 	assert.Len(t, rec.matching("PATCH", "/syslogngconfigs/raced$"), 2, "the first patch lost the race")
 }
