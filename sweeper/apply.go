@@ -70,7 +70,7 @@ type Applier struct {
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
 // race (the object changed after it was observed) is retried once: the object is re-read, rule
 // re-plans it, and the new action, if there still is one, is sent. An object that is gone counts
-// as done.
+// as done; one deleted and re-created is left to the next run.
 func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, f rules.Finding) Result {
 	switch {
 	case f.Action == nil:
