@@ -132,13 +132,10 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 
 	var tasks []listTask
 	for _, r := range resources {
-		plan, readByRules := content[r.GroupResource()]
+		plan := content[r.GroupResource()] // zero for a resource no rule reads: metadata only
 		lists := []listTask{{resource: r, content: plan.all, fields: plan.fields}}
 		for _, s := range plan.selectors {
 			lists = append(lists, listTask{resource: r, content: true, labelSelector: s, fields: plan.fields})
-		}
-		if !readByRules {
-			lists = lists[:1]
 		}
 		for _, task := range lists {
 			switch {

@@ -30,11 +30,12 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 	}
 	// "*" keeps every rule the config file enables; so does a list of only negations ("-foo"),
 	// which would otherwise mean no rule at all.
-	all := true
+	star, positive := false, false
 	chosen := map[string]bool{}
 	for _, item := range o.Rules {
 		item = strings.TrimSpace(item)
 		if item == "*" {
+			star = true
 			continue
 		}
 		name, disable := strings.CutPrefix(item, "-")
@@ -42,10 +43,9 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 			return nil, inputErrorf("--rules: unknown rule %q; the rules are %s", name, strings.Join(names, ", "))
 		}
 		chosen[name] = !disable
-		if !disable && !slices.Contains(o.Rules, "*") {
-			all = false
-		}
+		positive = positive || !disable
 	}
+	all := star || !positive
 
 	var set []rules.Rule
 	for _, b := range builtin {
