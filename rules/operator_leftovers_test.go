@@ -73,39 +73,21 @@ func TestOperatorLeftovers(t *testing.T) {
 			o.Content["spec"].(map[string]any)["customresourcedefinitions"].(map[string]any)["required"] = []any{map[string]any{"name": "etcdclusters.etcd.database.coreos.com"}}
 		})
 		backupSub := object(subscriptionsRes, "monitoring", "backup", withContent(map[string]any{"status": map[string]any{"installedCSV": "backup.v1"}}))
-		findings := OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...))
-		for _, f := range findings {
-			if f.Object.Kind == "CustomResourceDefinition" {
-				assert.Nil(t, f.Action)
-				assert.Contains(t, f.Evidence, "still owned or required by ClusterServiceVersion monitoring/backup.v1: not deleted")
-				return
-			}
-		}
-		t.Fatal("no finding for the CRD")
+		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...)), "CustomResourceDefinition")
+		assert.Nil(t, f.Action)
+		assert.Contains(t, f.Evidence, "still owned or required by ClusterServiceVersion monitoring/backup.v1: not deleted")
 	})
 	t.Run("a CRD goes after the leftover CSV that owns it", func(t *testing.T) {
-		findings := OperatorLeftovers{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}.Plan(context.Background(), viewWith(Coverage{}, debris...))
-		for _, f := range findings {
-			if f.Object.Kind == "CustomResourceDefinition" {
-				assert.Equal(t, Delete{}, f.Action)
-				assert.Equal(t, []ObjectRef{csvObj.Ref()}, f.DependsOn)
-				assert.Contains(t, f.Evidence, "deleted only after ClusterServiceVersion operators/etcdoperator.v0.9.4, left behind too, which owns or requires it")
-				return
-			}
-		}
-		t.Fatal("no finding for the CRD")
+		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}.Plan(context.Background(), viewWith(Coverage{}, debris...)), "CustomResourceDefinition")
+		assert.Equal(t, Delete{}, f.Action)
+		assert.Equal(t, []ObjectRef{csvObj.Ref()}, f.DependsOn)
+		assert.Contains(t, f.Evidence, "deleted only after ClusterServiceVersion operators/etcdoperator.v0.9.4, left behind too, which owns or requires it")
 	})
 	t.Run("a CRD is not deleted when a CSV may be unseen", func(t *testing.T) {
 		coverage := Coverage{Namespaces: []string{"operators"}}
-		findings := OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(coverage, debris...))
-		for _, f := range findings {
-			if f.Object.Kind == "CustomResourceDefinition" {
-				assert.Nil(t, f.Action)
-				assert.Contains(t, f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
-				return
-			}
-		}
-		t.Fatal("no finding for the CRD")
+		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(coverage, debris...)), "CustomResourceDefinition")
+		assert.Nil(t, f.Action)
+		assert.Contains(t, f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
 	})
 	t.Run("the Subscription exists: nothing", func(t *testing.T) {
 		for name, sub := range map[string]*Object{
@@ -146,4 +128,17 @@ func TestSplitOperatorName(t *testing.T) {
 		pkg, ns, ok := splitOperatorName(name)
 		assert.Equal(t, want, [3]string{pkg, ns, map[bool]string{true: "ok"}[ok]}, name)
 	}
+}
+
+// findingOf returns the one finding about an object of kind.
+func findingOf(t *testing.T, findings []Finding, kind string) Finding {
+	t.Helper()
+	var found []Finding
+	for _, f := range findings {
+		if f.Object.Kind == kind {
+			found = append(found, f)
+		}
+	}
+	require.Len(t, found, 1, "findings about a %s", kind)
+	return found[0]
 }
