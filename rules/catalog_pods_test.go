@@ -14,7 +14,7 @@ import (
 
 // node has a Ready condition of status, since ago.
 func node(name, status string, ago time.Duration) *Object {
-	return object(nodesRes, "", name, withContent(map[string]any{"status": map[string]any{"conditions": []any{
+	return object(Nodes, "", name, withContent(map[string]any{"status": map[string]any{"conditions": []any{
 		map[string]any{"type": "MemoryPressure", "status": "Unknown", "lastTransitionTime": testNow.Add(-time.Hour).Format(time.RFC3339)},
 		map[string]any{"type": "Ready", "status": status, "lastTransitionTime": testNow.Add(-ago).Format(time.RFC3339)},
 	}}}))
@@ -22,7 +22,7 @@ func node(name, status string, ago time.Duration) *Object {
 
 // terminatingPod is on nodeName, past its 30s grace period by overdue.
 func terminatingPod(name, nodeName string, overdue time.Duration, opts ...func(*Object)) *Object {
-	pod := object(podsRes, "olm", name, withLabels(catalogSourceLabel, "operatorhubio-catalog", "olm.managed", "true"), func(o *Object) {
+	pod := object(Pods, "olm", name, withLabels(catalogSourceLabel, "operatorhubio-catalog", "olm.managed", "true"), func(o *Object) {
 		ts := metav1.NewTime(testNow.Add(-overdue))
 		o.DeletionTimestamp = &ts
 		o.DeletionGracePeriodSeconds = ptr.To[int64](30)
@@ -41,7 +41,8 @@ func withPodCondition(conditionType, status string) func(*Object) {
 }
 
 func TestCatalogPods(t *testing.T) {
-	rule := CatalogPods{Slack: time.Minute, NodeNotReadyFor: 5 * time.Minute, Selector: "app=registry"}
+	rule, err := NewCatalogPods(CatalogPodsArgs{Selector: "app=registry"}, Settings{CatalogPodSlack: time.Minute, NodeNotReadyFor: 5 * time.Minute})
+	require.NoError(t, err)
 	bare := func(o *Object) { o.Labels = map[string]string{"app": "registry"}; o.OwnerReferences = nil }
 	tests := []struct {
 		name       string
@@ -91,7 +92,7 @@ func TestCatalogPods(t *testing.T) {
 		},
 		{
 			name:     "node gone, but Nodes not listed: nothing",
-			coverage: Coverage{Failed: []schema.GroupResource{nodesRes.GroupResource()}},
+			coverage: Coverage{Failed: []schema.GroupResource{Nodes.GroupResource()}},
 			objects:  []*Object{terminatingPod("p", "worker-9", 2*time.Minute)},
 		},
 		{
@@ -108,7 +109,7 @@ func TestCatalogPods(t *testing.T) {
 		},
 		{
 			name:    "no Ready condition to measure",
-			objects: []*Object{object(nodesRes, "", "worker-1", withContent(map[string]any{})), terminatingPod("p", "worker-1", time.Hour)},
+			objects: []*Object{object(Nodes, "", "worker-1", withContent(map[string]any{})), terminatingPod("p", "worker-1", time.Hour)},
 		},
 		{
 			name:       "a bare pod matching the configured selector",
@@ -132,7 +133,6 @@ func TestCatalogPods(t *testing.T) {
 			}
 			require.Len(t, findings, 1)
 			f := findings[0]
-			assert.Equal(t, "catalog-pods", f.Rule)
 			assert.Equal(t, SeverityWarning, f.Severity)
 			assert.Equal(t, tt.wantReason, f.Reason)
 			assert.Equal(t, Delete{GracePeriodSeconds: ptr.To[int64](0)}, f.Action)
@@ -145,8 +145,8 @@ func TestCatalogPods(t *testing.T) {
 
 func TestCatalogPodsReadsOnlyWhatItNeeds(t *testing.T) {
 	assert.Equal(t, []ContentRequest{
-		{Resource: podsRes.GroupResource(), Selector: "olm.catalogSource", Fields: []string{"spec.nodeName", "status.conditions"}},
-		{Resource: nodesRes.GroupResource(), Fields: []string{"status.conditions"}},
+		{Resource: Pods.GroupResource(), Selector: "olm.catalogSource", Fields: []string{"spec.nodeName", "status.conditions"}},
+		{Resource: Nodes.GroupResource(), Fields: []string{"status.conditions"}},
 	}, CatalogPods{}.ReadsContent())
-	assert.Len(t, CatalogPods{Selector: "app=registry"}.ReadsContent(), 3)
+	assert.Len(t, CatalogPods{source: "app=registry"}.ReadsContent(), 3)
 }

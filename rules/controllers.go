@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -9,11 +10,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// FinalizerOwner says which workloads remove the finalizers matching Pattern. It is the
-// "finalizers" section of the config file.
+// FinalizerOwner says which workloads remove the finalizers matching Pattern. It is an entry of
+// the "finalizers" section of the config file.
 type FinalizerOwner struct {
 	// Pattern is a glob (path.Match) over finalizer names, such as
 	// "*.logging.banzaicloud.io/finalizer".
@@ -34,11 +34,8 @@ type Controller struct {
 	Selector string `json:"selector,omitempty"`
 }
 
-var workloads = map[string]schema.GroupResource{
-	"Deployment":  {Group: "apps", Resource: "deployments"},
-	"StatefulSet": {Group: "apps", Resource: "statefulsets"},
-	"DaemonSet":   {Group: "apps", Resource: "daemonsets"},
-}
+// workloads are the kinds a Controller can be, by Kind.
+var workloads = resourcesByKind(Deployments, StatefulSets, DaemonSets)
 
 // DefaultFinalizerOwners are the controller mappings operator-sweeper ships, checked against the
 // upstream sources: logging-operator (its chart labels the Deployment
@@ -66,57 +63,100 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 // resources added to the ClusterRole by hand: finalizer names do not say which kinds carry them.
 var finalizerResources = []rbacv1.PolicyRule{
 	policyRule("logging.banzaicloud.io", []string{"loggings", "syslogngconfigs", "fluentdconfigs"}, "get", "patch"),
-	policyRule("operators.coreos.com", []string{"clusterserviceversions"}, "get", "patch"),
+	policyRule(ClusterServiceVersions.Group, []string{ClusterServiceVersions.Resource}, "get", "patch"),
 	policyRule("olm.operatorframework.io", []string{"clusterextensions", "clustercatalogs", "clusterobjectsets"}, "get", "patch"),
 	policyRule("catalogd.operatorframework.io", []string{"clustercatalogs"}, "get", "patch"),
 }
 
-// MergeFinalizerOwners puts the configured owners first; a default whose pattern is configured
-// is dropped.
-func MergeFinalizerOwners(configured, defaults []FinalizerOwner) []FinalizerOwner {
-	merged := slices.Clone(configured)
-	for _, d := range defaults {
-		if !slices.ContainsFunc(configured, func(c FinalizerOwner) bool { return c.Pattern == d.Pattern }) {
-			merged = append(merged, d)
-		}
-	}
-	return merged
+// FinalizerMappings are the controller mappings of a run, validated and compiled once: the
+// configured ones first, in their order, then the shipped ones whose pattern is not configured.
+type FinalizerMappings struct {
+	mappings []finalizerMapping
 }
 
-// ValidateFinalizerOwners checks the mappings; the error names the first bad entry.
-func ValidateFinalizerOwners(owners []FinalizerOwner) error {
-	for i, o := range owners {
-		at := fmt.Sprintf("finalizers[%d]", i)
-		if _, err := path.Match(o.Pattern, ""); err != nil || o.Pattern == "" {
-			return fmt.Errorf("%s.pattern %q is not a valid glob", at, o.Pattern)
-		}
-		if len(o.Controllers) == 0 {
-			return fmt.Errorf("%s (%s) has no controllers: name at least one workload that removes these finalizers", at, o.Pattern)
-		}
-		for j, c := range o.Controllers {
-			at := fmt.Sprintf("%s.controllers[%d]", at, j)
-			if _, ok := workloads[c.Kind]; !ok {
-				return fmt.Errorf("%s.kind %q is not Deployment, StatefulSet or DaemonSet", at, c.Kind)
-			}
-			if (c.Name == "") == (c.Selector == "") {
-				return fmt.Errorf("%s: set exactly one of name and selector", at)
-			}
-			if _, err := labels.Parse(c.Selector); err != nil {
-				return fmt.Errorf("%s.selector %q: %w", at, c.Selector, err)
-			}
-		}
+type finalizerMapping struct {
+	FinalizerOwner
+	controllers []controllerMatcher
+}
+
+// controllerMatcher is a Controller with its kind resolved and its selector parsed.
+type controllerMatcher struct {
+	Controller
+	resource Resource
+	selector labels.Selector // nil when matched by name
+}
+
+// NewFinalizerMappings validates the configured mappings, naming each bad one by its config key
+// (finalizers[i].…), and merges them with the shipped ones.
+func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error) {
+	var m FinalizerMappings
+	var errs []error
+	for i, owner := range configured {
+		compiled, err := compileMapping(fmt.Sprintf("finalizers[%d]", i), owner)
+		errs = append(errs, err)
+		m.mappings = append(m.mappings, compiled)
 	}
-	return nil
+	for i, owner := range DefaultFinalizerOwners() {
+		if slices.ContainsFunc(configured, func(c FinalizerOwner) bool { return c.Pattern == owner.Pattern }) {
+			continue
+		}
+		compiled, err := compileMapping(fmt.Sprintf("shipped mapping %d", i), owner)
+		errs = append(errs, err)
+		m.mappings = append(m.mappings, compiled)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return FinalizerMappings{}, err
+	}
+	return m, nil
+}
+
+func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) {
+	m := finalizerMapping{FinalizerOwner: owner}
+	if _, err := path.Match(owner.Pattern, ""); err != nil || owner.Pattern == "" {
+		return m, fmt.Errorf("%s.pattern %q is not a valid glob", key, owner.Pattern)
+	}
+	if len(owner.Controllers) == 0 {
+		return m, fmt.Errorf("%s (%s) has no controllers: name at least one workload that removes these finalizers", key, owner.Pattern)
+	}
+	var errs []error
+	for j, c := range owner.Controllers {
+		key := fmt.Sprintf("%s.controllers[%d]", key, j)
+		matcher := controllerMatcher{Controller: c}
+		var ok bool
+		if matcher.resource, ok = workloads[c.Kind]; !ok {
+			errs = append(errs, fmt.Errorf("%s.kind %q is not Deployment, StatefulSet or DaemonSet", key, c.Kind))
+		}
+		if (c.Name == "") == (c.Selector == "") {
+			errs = append(errs, fmt.Errorf("%s: set exactly one of name and selector", key))
+		} else if c.Selector != "" {
+			selector, err := labels.Parse(c.Selector)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.selector %q: %w", key, c.Selector, err))
+			}
+			matcher.selector = selector
+		}
+		m.controllers = append(m.controllers, matcher)
+	}
+	return m, errors.Join(errs...)
+}
+
+// Owners returns the mappings as configured, in the order they are checked.
+func (m FinalizerMappings) Owners() []FinalizerOwner {
+	owners := make([]FinalizerOwner, 0, len(m.mappings))
+	for _, mapping := range m.mappings {
+		owners = append(owners, mapping.FinalizerOwner)
+	}
+	return owners
 }
 
 // ownerOf returns the first mapping whose pattern matches the finalizer.
-func ownerOf(owners []FinalizerOwner, finalizer string) (FinalizerOwner, bool) {
-	for _, o := range owners {
-		if ok, _ := path.Match(o.Pattern, finalizer); ok {
-			return o, true
+func (m FinalizerMappings) ownerOf(finalizer string) (*finalizerMapping, bool) {
+	for i := range m.mappings {
+		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok { // validated
+			return &m.mappings[i], true
 		}
 	}
-	return FinalizerOwner{}, false
+	return nil, false
 }
 
 // liveness is what the view says about a finalizer's controllers.
@@ -144,17 +184,16 @@ type controllerStatus struct {
 // controllersOf checks a mapping's controllers against the view: any running one makes the
 // finalizer alive; otherwise any scaled to zero makes it a warning; otherwise, if every place a
 // controller could be was observed, the controller is gone.
-func controllersOf(view *View, owner FinalizerOwner) controllerStatus {
+func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 	var status controllerStatus
 	anyUnknown, anyScaled := false, false
-	for _, c := range owner.Controllers {
-		gr := workloads[c.Kind]
-		if !view.Observed(gr, c.Namespace) {
+	for _, c := range mapping.controllers {
+		if !view.Observed(c.resource.GroupResource(), c.Namespace) {
 			anyUnknown = true
 			status.evidence = append(status.evidence, fmt.Sprintf("%ss matching %s were not all listed (filters or errors): cannot tell whether the controller runs", c.Kind, c.describe()))
 			continue
 		}
-		matches := c.matches(view, gr)
+		matches := c.matches(view)
 		if len(matches) == 0 {
 			status.evidence = append(status.evidence, fmt.Sprintf("no %s matches %s", c.Kind, c.describe()))
 			continue
@@ -162,7 +201,7 @@ func controllersOf(view *View, owner FinalizerOwner) controllerStatus {
 		for _, w := range matches {
 			name := fmt.Sprintf("%s %s/%s", c.Kind, w.Namespace, w.Name)
 			status.names = append(status.names, name)
-			replicas := desiredReplicas(c.Kind, w)
+			replicas := desiredReplicas(w)
 			switch {
 			case w.DeletionTimestamp != nil:
 				status.liveness = running
@@ -188,7 +227,7 @@ func controllersOf(view *View, owner FinalizerOwner) controllerStatus {
 	return status
 }
 
-func (c Controller) describe() string {
+func (c controllerMatcher) describe() string {
 	where := "in any namespace"
 	if c.Namespace != "" {
 		where = "in namespace " + c.Namespace
@@ -199,17 +238,16 @@ func (c Controller) describe() string {
 	return c.Selector + " " + where
 }
 
-func (c Controller) matches(view *View, gr schema.GroupResource) []*Object {
-	selector, _ := labels.Parse(c.Selector) // validated
+func (c controllerMatcher) matches(view *View) []*Object {
+	candidates := view.List(c.resource.GroupResource())
+	if c.Namespace != "" {
+		candidates = view.InNamespace(c.resource.GroupResource(), c.Namespace)
+	}
 	var out []*Object
-	for _, w := range view.List(gr) {
-		if (c.Namespace != "" && w.Namespace != c.Namespace) || (c.Name != "" && w.Name != c.Name) {
-			continue
+	for _, w := range candidates {
+		if (c.selector == nil && w.Name == c.Name) || (c.selector != nil && c.selector.Matches(labels.Set(w.Labels))) {
+			out = append(out, w)
 		}
-		if c.Selector != "" && !selector.Matches(labels.Set(w.Labels)) {
-			continue
-		}
-		out = append(out, w)
 	}
 	return out
 }
@@ -217,9 +255,9 @@ func (c Controller) matches(view *View, gr schema.GroupResource) []*Object {
 // desiredReplicas is how many pods a workload wants: spec.replicas (default 1) for Deployments
 // and StatefulSets, status.desiredNumberScheduled for DaemonSets. Without content (the rule did
 // not ask for it) a workload counts as wanting one.
-func desiredReplicas(kind string, w *Object) int64 {
+func desiredReplicas(w *Object) int64 {
 	field := []string{"spec", "replicas"}
-	if kind == "DaemonSet" {
+	if w.Resource.GroupResource() == DaemonSets.GroupResource() {
 		field = []string{"status", "desiredNumberScheduled"}
 	}
 	n, found, err := unstructured.NestedInt64(w.Content, field...)
@@ -232,9 +270,9 @@ func desiredReplicas(kind string, w *Object) int64 {
 // workloadContent is what controller mappings read of workloads: how many pods they want.
 func workloadContent() []ContentRequest {
 	return []ContentRequest{
-		{Resource: workloads["Deployment"], Fields: []string{"spec.replicas"}},
-		{Resource: workloads["StatefulSet"], Fields: []string{"spec.replicas"}},
-		{Resource: workloads["DaemonSet"], Fields: []string{"status.desiredNumberScheduled"}},
+		{Resource: Deployments.GroupResource(), Fields: []string{"spec.replicas"}},
+		{Resource: StatefulSets.GroupResource(), Fields: []string{"spec.replicas"}},
+		{Resource: DaemonSets.GroupResource(), Fields: []string{"status.desiredNumberScheduled"}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,7 +10,7 @@ import (
 
 // TestDefaultFinalizerOwners pins the shipped mappings to the finalizers the upstream sources add.
 func TestDefaultFinalizerOwners(t *testing.T) {
-	require.NoError(t, ValidateFinalizerOwners(DefaultFinalizerOwners()))
+	shipped := shippedMappings(t)
 	logging := []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}}
 	olmOperator := []Controller{{Kind: "Deployment", Name: "olm-operator"}}
 	catalogd := []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}
@@ -30,20 +31,38 @@ func TestDefaultFinalizerOwners(t *testing.T) {
 		"olm.operatorframework.io/teardown":                     operatorController,
 	}
 	for finalizer, want := range tests {
-		owner, ok := ownerOf(DefaultFinalizerOwners(), finalizer)
+		owner, ok := shipped.ownerOf(finalizer)
 		require.True(t, ok, finalizer)
 		assert.Equal(t, want, owner.Controllers, finalizer)
 	}
-	_, ok := ownerOf(DefaultFinalizerOwners(), "example.com/keep")
+	_, ok := shipped.ownerOf("example.com/keep")
 	assert.False(t, ok)
 }
 
-func TestMergeFinalizerOwners(t *testing.T) {
+func TestFinalizerMappingsMerge(t *testing.T) {
 	mine := FinalizerOwner{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{{Kind: "Deployment", Name: "my-olm"}}}
 	extra := FinalizerOwner{Pattern: "acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Name: "acme"}}}
-	merged := MergeFinalizerOwners([]FinalizerOwner{extra, mine}, DefaultFinalizerOwners())
-	assert.Equal(t, []FinalizerOwner{extra, mine}, merged[:2], "configured first, in their order")
-	assert.Len(t, merged, len(DefaultFinalizerOwners())+1, "the default for csv-cleanup is replaced")
-	owner, _ := ownerOf(merged, "operators.coreos.com/csv-cleanup")
-	assert.Equal(t, mine, owner)
+	merged := shippedMappings(t, extra, mine)
+	assert.Equal(t, []FinalizerOwner{extra, mine}, merged.Owners()[:2], "configured first, in their order")
+	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners())+1, "the default for csv-cleanup is replaced")
+	owner, _ := merged.ownerOf("operators.coreos.com/csv-cleanup")
+	assert.Equal(t, mine, owner.FinalizerOwner)
+}
+
+func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
+	_, err := NewFinalizerMappings([]FinalizerOwner{
+		{Pattern: "[", Controllers: []Controller{{Kind: "Deployment", Name: "x"}}},
+		{Pattern: "acme.io/*"},
+		{Pattern: "b.io/*", Controllers: []Controller{{Kind: "Pod", Name: "x"}, {Kind: "Deployment", Name: "x", Selector: "a=b"}, {Kind: "DaemonSet", Selector: "a in b"}}},
+	})
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 5, "every problem, one line each")
+	assert.Equal(t, []string{
+		`finalizers[0].pattern "[" is not a valid glob`,
+		`finalizers[1] (acme.io/*) has no controllers: name at least one workload that removes these finalizers`,
+		`finalizers[2].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`,
+		`finalizers[2].controllers[1]: set exactly one of name and selector`,
+	}, lines[:4])
+	assert.True(t, strings.HasPrefix(lines[4], `finalizers[2].controllers[2].selector "a in b": `), lines[4])
 }

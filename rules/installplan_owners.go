@@ -23,12 +23,28 @@ import (
 // reported.
 type InstallPlanOwners struct{}
 
+// InstallPlanOwnersName is the name of rule installplan-owners.
+const InstallPlanOwnersName = "installplan-owners"
+
+// InstallPlanOwnersArgs are the arguments of installplan-owners: none but enabled.
+type InstallPlanOwnersArgs struct{}
+
+// NewInstallPlanOwners builds installplan-owners.
+func NewInstallPlanOwners(InstallPlanOwnersArgs, Settings) (InstallPlanOwners, error) {
+	return InstallPlanOwners{}, nil
+}
+
+var (
+	_ ContentReader = InstallPlanOwners{}
+	_ Authorized    = InstallPlanOwners{}
+)
+
 // Name implements Rule.
-func (InstallPlanOwners) Name() string { return "installplan-owners" }
+func (InstallPlanOwners) Name() string { return InstallPlanOwnersName }
 
 // PolicyRules implements Authorized.
 func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{policyRule(installPlans.Group, []string{installPlans.Resource}, "get", "patch")}
+	return []rbacv1.PolicyRule{policyRule(InstallPlans.Group, []string{InstallPlans.Resource}, "get", "patch")}
 }
 
 // ReadsContent implements ContentReader.
@@ -59,7 +75,7 @@ type planUse struct {
 // Plan implements Rule.
 func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
 	uses := map[string][]planUse{} // by InstallPlan namespace/name
-	for _, sub := range view.List(subscriptions) {
+	for _, sub := range view.List(Subscriptions.GroupResource()) {
 		if sub.DeletionTimestamp != nil {
 			continue
 		}
@@ -76,7 +92,7 @@ func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
 	}
 
 	var findings []Finding
-	for _, plan := range view.List(installPlans) {
+	for _, plan := range view.List(InstallPlans.GroupResource()) {
 		if plan.DeletionTimestamp != nil {
 			continue
 		}
@@ -87,8 +103,8 @@ func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
 	return findings
 }
 
-func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
-	subsKnown := view.Observed(subscriptions, plan.Namespace)
+func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
+	subsKnown := view.Observed(Subscriptions.GroupResource(), plan.Namespace)
 	// A reference with another UID names an earlier InstallPlan of the same name.
 	uses = slices.DeleteFunc(slices.Clone(uses), func(use planUse) bool { return use.uid != "" && use.uid != plan.UID })
 	var evidence []string
@@ -105,7 +121,7 @@ func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Fin
 		if ref.Kind != "Subscription" || !strings.HasPrefix(ref.APIVersion, "operators.coreos.com/") {
 			continue
 		}
-		if owner, ok := view.ByUID(ref.UID); ok && owner.Resource.GroupResource() == subscriptions {
+		if owner, ok := view.ByUID(ref.UID); ok && owner.Resource.GroupResource() == Subscriptions.GroupResource() {
 			liveOwners++
 			continue
 		}
@@ -122,7 +138,6 @@ func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Fin
 			reason += "; its owner is a deleted Subscription"
 		}
 		return Finding{
-			Rule:     r.Name(),
 			Severity: SeverityWarning,
 			Object:   plan.Ref(),
 			Reason:   reason,
@@ -131,7 +146,6 @@ func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Fin
 		}, true
 	case len(uses) == 0 && liveOwners == 0 && subsKnown:
 		return Finding{
-			Rule:     r.Name(),
 			Severity: SeverityInfo,
 			Object:   plan.Ref(),
 			Reason:   "orphaned InstallPlan: no Subscription owns it or uses it",

@@ -13,7 +13,7 @@ import (
 )
 
 func subscription(name, uid string, status map[string]any) *Object {
-	return object(subscriptionsRes, "operators", name, withUID(uid), withContent(map[string]any{"status": status}))
+	return object(Subscriptions, "operators", name, withUID(uid), withContent(map[string]any{"status": status}))
 }
 
 func installPlanRef(plan, uid string) map[string]any {
@@ -35,7 +35,7 @@ func subRef(name, uid string) metav1.OwnerReference {
 func TestInstallPlanOwners(t *testing.T) {
 	catalogRef := metav1.OwnerReference{APIVersion: "operators.coreos.com/v1alpha1", Kind: "CatalogSource", Name: "c", UID: "cat"}
 	plan := func(opts ...func(*Object)) *Object {
-		return object(installPlansRes, "operators", "install-abc", append([]func(*Object){withUID("plan-uid")}, opts...)...)
+		return object(InstallPlans, "operators", "install-abc", append([]func(*Object){withUID("plan-uid")}, opts...)...)
 	}
 	tests := []struct {
 		name       string
@@ -74,7 +74,7 @@ func TestInstallPlanOwners(t *testing.T) {
 		},
 		{
 			name:       "Subscriptions not all listed: add, but never remove",
-			coverage:   Coverage{Failed: []schema.GroupResource{subscriptionsRes.GroupResource()}},
+			coverage:   Coverage{Failed: []schema.GroupResource{Subscriptions.GroupResource()}},
 			objects:    []*Object{subscription("etcd", "sub-b", installPlanRef("install-abc", "plan-uid")), plan(ownedBy(subRef("etcd", "sub-a")))},
 			wantAction: SetOwnerReferences{Add: []metav1.OwnerReference{subRef("etcd", "sub-b")}},
 		},
@@ -100,7 +100,7 @@ func TestInstallPlanOwners(t *testing.T) {
 		},
 		{
 			name: "a terminating Subscription does not count as using the plan",
-			objects: []*Object{object(subscriptionsRes, "operators", "etcd", withUID("sub-b"), terminatingFor(0), withContent(map[string]any{"status": installPlanRef("install-abc", "plan-uid")})),
+			objects: []*Object{object(Subscriptions, "operators", "etcd", withUID("sub-b"), terminatingFor(0), withContent(map[string]any{"status": installPlanRef("install-abc", "plan-uid")})),
 				plan(ownedBy(subRef("etcd", "sub-a")))},
 			wantReason: "orphaned InstallPlan: no Subscription owns it or uses it",
 		},

@@ -5,20 +5,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-)
-
-// OLM v0's resources, as rules read them.
-var (
-	subscriptions          = schema.GroupResource{Group: "operators.coreos.com", Resource: "subscriptions"}
-	installPlans           = schema.GroupResource{Group: "operators.coreos.com", Resource: "installplans"}
-	clusterServiceVersions = schema.GroupResource{Group: "operators.coreos.com", Resource: "clusterserviceversions"}
-	olmOperators           = schema.GroupResource{Group: "operators.coreos.com", Resource: "operators"}
 )
 
 // subscriptionContent is what rules read of a Subscription: the package, the InstallPlan in its
 // status (installPlanRef, or the deprecated installplan) and the CSVs it installed.
-var subscriptionContent = ContentRequest{Resource: subscriptions, Fields: []string{
+var subscriptionContent = ContentRequest{Resource: Subscriptions.GroupResource(), Fields: []string{
 	"spec.name", "status.installPlanRef", "status.installplan", "status.installedCSV", "status.currentCSV",
 }}
 
@@ -41,7 +32,7 @@ func splitOperatorName(name string) (pkg, namespace string, ok bool) {
 // csvOwner returns the CSV OLM labelled obj as made for: olm.owner, olm.owner.namespace and
 // olm.owner.kind=ClusterServiceVersion.
 func csvOwner(obj *Object) (namespace, name string, ok bool) {
-	if obj.Labels["olm.owner.kind"] != "ClusterServiceVersion" {
+	if obj.Labels["olm.owner.kind"] != ClusterServiceVersions.Kind {
 		return "", "", false
 	}
 	namespace, name = obj.Labels["olm.owner.namespace"], obj.Labels["olm.owner"]
@@ -62,7 +53,7 @@ type crdIndex struct {
 
 func indexCRDs(view *View) crdIndex {
 	index := crdIndex{owners: map[string][]*Object{}, users: map[string][]*Object{}}
-	for _, csv := range view.List(clusterServiceVersions) {
+	for _, csv := range view.List(ClusterServiceVersions.GroupResource()) {
 		if copiedCSV(csv) {
 			continue
 		}

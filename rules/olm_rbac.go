@@ -2,57 +2,64 @@ package rules
 
 import (
 	"context"
-
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
+
+// OLMRBACName is the name of rule olm-rbac.
+const OLMRBACName = "olm-rbac"
 
 // OLMRBAC deletes what OLM v0 created for a ClusterServiceVersion and would have deleted with it
 // (F1): ClusterRoles, ClusterRoleBindings, Mutating- and ValidatingWebhookConfigurations (what
 // OLM's csv-cleanup finalizer deletes; a leftover webhook can block API requests), and Roles and
 // RoleBindings, labelled olm.owner=<csv>, olm.owner.namespace=<namespace>,
 // olm.owner.kind=ClusterServiceVersion, whose CSV no longer exists, or is terminating while OLM is
-// gone. While OLM runs, or is scaled to 0, it is OLM's job. Deleting is opt-in (Delete,
-// rules.olm-rbac.delete); without it the findings are reported as skipped.
+// gone. While OLM runs, or is scaled to 0, it is OLM's job. Deleting is opt-in
+// (rules.olm-rbac.delete); without it the findings are reported as skipped.
 type OLMRBAC struct {
-	// Owners are the controller mappings; the one for OLM's csv-cleanup finalizer says whether
-	// OLM runs.
-	Owners []FinalizerOwner
-	// Delete opts in to deleting.
-	Delete bool
+	args     OLMRBACArgs
+	mappings FinalizerMappings
 }
+
+// OLMRBACArgs are the arguments of olm-rbac: rules.olm-rbac in the config file.
+type OLMRBACArgs struct {
+	// Delete opts in to deleting the RBAC of gone ClusterServiceVersions.
+	Delete bool `json:"delete,omitempty"`
+}
+
+// NewOLMRBAC builds olm-rbac. The controller mapping of OLM's csv-cleanup finalizer says whether
+// OLM runs.
+func NewOLMRBAC(args OLMRBACArgs, settings Settings) (OLMRBAC, error) {
+	return OLMRBAC{args: args, mappings: settings.Finalizers}, nil
+}
+
+var (
+	_ ContentReader = OLMRBAC{}
+	_ Authorized    = OLMRBAC{}
+)
 
 // csvCleanupResources are what OLM's csv-cleanup finalizer deletes by label before it releases a
 // CSV (operator-lifecycle-manager, pkg/controller/operators/olm/operator.go), in the order
 // bindings before what they bind.
-var csvCleanupResources = []schema.GroupResource{
-	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
-	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
-	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
-}
+var csvCleanupResources = []Resource{ClusterRoleBindings, ClusterRoles, MutatingWebhookConfigurations, ValidatingWebhookConfigurations}
 
 // olmRBACResources are the resources olm-rbac looks at: the above, and the namespaced RBAC OLM
 // labels the same way (normally collected with the CSV through its ownerReferences).
-var olmRBACResources = append(slices.Clone(csvCleanupResources),
-	schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
-	schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"},
-)
+var olmRBACResources = append(slices.Clone(csvCleanupResources), RoleBindings, Roles)
 
 // csvCleanupObjects returns what OLM's csv-cleanup finalizer of the CSV namespace/name still has
 // to delete (not what is already being deleted), and whether the view is sure to hold all of it.
 func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string, bool) {
 	var refs []ObjectRef
 	var names []string
-	for _, gr := range csvCleanupResources {
-		if !view.Observed(gr, "") {
-			return nil, fmt.Sprintf("%s were not all listed: cannot tell what the csv-cleanup finalizer still guards", gr), false
+	for _, r := range csvCleanupResources {
+		if !view.Observed(r.GroupResource(), "") {
+			return nil, fmt.Sprintf("%s were not all listed: cannot tell what the csv-cleanup finalizer still guards", r.GroupResource()), false
 		}
-		for _, obj := range view.List(gr) {
+		for _, obj := range view.List(r.GroupResource()) {
 			if ns, n, ok := csvOwner(obj); ok && ns == namespace && n == name && obj.DeletionTimestamp == nil {
 				refs = append(refs, obj.Ref())
 				names = append(names, obj.Resource.Kind+" "+obj.Name)
@@ -66,26 +73,14 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 }
 
 // Name implements Rule.
-func (OLMRBAC) Name() string { return "olm-rbac" }
+func (OLMRBAC) Name() string { return OLMRBACName }
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
-	if !r.Delete {
+	if !r.args.Delete {
 		return nil
 	}
-	byGroup := map[string][]string{}
-	var groups []string
-	for _, gr := range olmRBACResources {
-		if _, seen := byGroup[gr.Group]; !seen {
-			groups = append(groups, gr.Group)
-		}
-		byGroup[gr.Group] = append(byGroup[gr.Group], gr.Resource)
-	}
-	var policy []rbacv1.PolicyRule
-	for _, g := range groups {
-		policy = append(policy, policyRule(g, byGroup[g], "get", "delete"))
-	}
-	return policy
+	return deletePolicy(olmRBACResources)
 }
 
 // ReadsContent implements ContentReader: workload replicas, to tell whether OLM runs.
@@ -94,19 +89,19 @@ func (OLMRBAC) ReadsContent() []ContentRequest { return workloadContent() }
 // Plan implements Rule.
 func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
-	olm, mapped := ownerOf(r.Owners, csvCleanupFinalizer)
+	olm, mapped := r.mappings.ownerOf(csvCleanupFinalizer)
 	var olmStatus *controllerStatus // looked up once, if a CSV is terminating
-	for _, gr := range olmRBACResources {
-		for _, obj := range view.List(gr) {
+	for _, res := range olmRBACResources {
+		for _, obj := range view.List(res.GroupResource()) {
 			csvNamespace, csvName, ok := csvOwner(obj)
 			if !ok || obj.DeletionTimestamp != nil {
 				continue
 			}
 			evidence := []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)}
 			var reason string
-			csv, exists := view.Get(clusterServiceVersions, csvNamespace, csvName)
+			csv, exists := view.Get(ClusterServiceVersions.GroupResource(), csvNamespace, csvName)
 			switch {
-			case !exists && !view.Observed(clusterServiceVersions, csvNamespace):
+			case !exists && !view.Observed(ClusterServiceVersions.GroupResource(), csvNamespace):
 				continue // cannot tell; the CSV may well exist
 			case !exists:
 				reason = fmt.Sprintf("ClusterServiceVersion %s/%s no longer exists", csvNamespace, csvName)
@@ -128,14 +123,13 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 				evidence = append(evidence, olmStatus.evidence...)
 			}
 			f := Finding{
-				Rule:     r.Name(),
 				Severity: SeverityWarning,
 				Object:   obj.Ref(),
 				Reason:   fmt.Sprintf("%s; its %s is left behind", reason, obj.Resource.Kind),
 				Evidence: evidence,
 				Action:   Delete{},
 			}
-			if !r.Delete {
+			if !r.args.Delete {
 				f.OptIn = "rules.olm-rbac.delete"
 			}
 			findings = append(findings, f)

@@ -13,11 +13,11 @@ import (
 
 func TestOLMRBAC(t *testing.T) {
 	labelled := withLabels("olm.owner", "etcd.v0.9.4", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion")
-	role := object(clusterRolesRes, "", "etcd-role", labelled)
-	binding := object(clusterRoleBindingsRes, "", "etcd-binding", labelled)
-	nsRole := object(rolesRes, "operators", "etcd-role", labelled)
-	nsBinding := object(roleBindingsRes, "operators", "etcd-binding", labelled)
-	webhook := object(validatingWebhooksRes, "", "etcd-webhook", labelled)
+	role := object(ClusterRoles, "", "etcd-role", labelled)
+	binding := object(ClusterRoleBindings, "", "etcd-binding", labelled)
+	nsRole := object(Roles, "operators", "etcd-role", labelled)
+	nsBinding := object(RoleBindings, "operators", "etcd-binding", labelled)
+	webhook := object(ValidatingWebhookConfigurations, "", "etcd-webhook", labelled)
 	rbac := []*Object{role, binding, nsRole, nsBinding, webhook}
 	liveCSV := csv("operators", "etcd.v0.9.4", nil)
 	terminatingCSV := csv("operators", "etcd.v0.9.4", nil, terminatingFor(time.Hour, csvCleanupFinalizer))
@@ -37,27 +37,26 @@ func TestOLMRBAC(t *testing.T) {
 			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 no longer exists; its KIND is left behind",
 		},
 		{name: "CSV gone, but CSVs not listed there", coverage: Coverage{Namespaces: []string{"other"}}, objects: rbac},
-		{name: "CSV terminating, OLM running", objects: append([]*Object{terminatingCSV, workload(deployments, "olm", "olm-operator", 1)}, rbac...)},
-		{name: "CSV terminating, OLM scaled to 0", objects: append([]*Object{terminatingCSV, workload(deployments, "olm", "olm-operator", 0)}, rbac...)},
-		{name: "CSV terminating, Deployments not listed", coverage: Coverage{Failed: []schema.GroupResource{deployments.GroupResource()}}, objects: append([]*Object{terminatingCSV}, rbac...)},
+		{name: "CSV terminating, OLM running", objects: append([]*Object{terminatingCSV, workload(Deployments, "olm", "olm-operator", 1)}, rbac...)},
+		{name: "CSV terminating, OLM scaled to 0", objects: append([]*Object{terminatingCSV, workload(Deployments, "olm", "olm-operator", 0)}, rbac...)},
+		{name: "CSV terminating, Deployments not listed", coverage: Coverage{Failed: []schema.GroupResource{Deployments.GroupResource()}}, objects: append([]*Object{terminatingCSV}, rbac...)},
 		{
 			name:       "CSV terminating, OLM gone",
-			objects:    append([]*Object{terminatingCSV, workload(deployments, "olm", "catalog-operator", 1)}, rbac...),
+			objects:    append([]*Object{terminatingCSV, workload(Deployments, "olm", "catalog-operator", 1)}, rbac...),
 			wantDelete: rbac,
 			wantReason: "ClusterServiceVersion operators/etcd.v0.9.4 is terminating and OLM is gone; its KIND is left behind",
 		},
-		{name: "RBAC already terminating", objects: []*Object{object(clusterRolesRes, "", "r", labelled, terminatingFor(time.Minute))}},
-		{name: "not labelled as a CSV's", objects: []*Object{object(clusterRolesRes, "", "r", withLabels("olm.owner", "x", "olm.owner.namespace", "y", "olm.owner.kind", "OperatorGroup"))}},
-		{name: "label without a namespace", objects: []*Object{object(clusterRolesRes, "", "r", withLabels("olm.owner", "x", "olm.owner.kind", "ClusterServiceVersion"))}},
+		{name: "RBAC already terminating", objects: []*Object{object(ClusterRoles, "", "r", labelled, terminatingFor(time.Minute))}},
+		{name: "not labelled as a CSV's", objects: []*Object{object(ClusterRoles, "", "r", withLabels("olm.owner", "x", "olm.owner.namespace", "y", "olm.owner.kind", "OperatorGroup"))}},
+		{name: "label without a namespace", objects: []*Object{object(ClusterRoles, "", "r", withLabels("olm.owner", "x", "olm.owner.kind", "ClusterServiceVersion"))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, optIn := range []bool{false, true} {
-				findings := OLMRBAC{Owners: DefaultFinalizerOwners(), Delete: optIn}.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
+				findings := OLMRBAC{args: OLMRBACArgs{Delete: optIn}, mappings: shippedMappings(t)}.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 				var deleted []ObjectRef
 				for _, f := range findings {
 					deleted = append(deleted, f.Object)
-					assert.Equal(t, "olm-rbac", f.Rule)
 					assert.Equal(t, SeverityWarning, f.Severity)
 					assert.Equal(t, Delete{}, f.Action)
 					assert.Equal(t, strings.ReplaceAll(tt.wantReason, "KIND", f.Object.Kind), f.Reason)

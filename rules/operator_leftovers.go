@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,62 +23,62 @@ import (
 // deletes every custom resource of it, and never while a ClusterServiceVersion still owns or
 // requires it.
 type OperatorLeftovers struct {
-	// Delete lists the kinds to delete ("ClusterServiceVersion", "InstallPlan", …).
-	Delete []string
+	args OperatorLeftoversArgs
 }
+
+// OperatorLeftoversName is the name of rule operator-leftovers.
+const OperatorLeftoversName = "operator-leftovers"
+
+// OperatorLeftoversArgs are the arguments of operator-leftovers: rules.operator-leftovers in the
+// config file.
+type OperatorLeftoversArgs struct {
+	// Delete lists the kinds whose leftovers are deleted ("ClusterServiceVersion",
+	// "InstallPlan", …); CustomResourceDefinition deletes user data.
+	Delete []string `json:"delete,omitempty"`
+}
+
+// NewOperatorLeftovers builds operator-leftovers; every kind to delete must be one OLM lists as a
+// component.
+func NewOperatorLeftovers(args OperatorLeftoversArgs, _ Settings) (OperatorLeftovers, error) {
+	var errs []error
+	for i, kind := range args.Delete {
+		if _, ok := leftoverKinds[kind]; !ok {
+			errs = append(errs, fmt.Errorf("rules.operator-leftovers.delete[%d] %q is not a kind OLM lists as a component; use one of %s",
+				i, kind, strings.Join(slices.Sorted(maps.Keys(leftoverKinds)), ", ")))
+		}
+	}
+	return OperatorLeftovers{args: args}, errors.Join(errs...)
+}
+
+var (
+	_ ContentReader = OperatorLeftovers{}
+	_ Authorized    = OperatorLeftovers{}
+)
 
 // leftoverKinds are the kinds OLM lists as an operator's components, and their resources: the
 // kinds operator-leftovers can be told to delete.
-var leftoverKinds = map[string]schema.GroupResource{
-	"ClusterServiceVersion":          clusterServiceVersions,
-	"InstallPlan":                    installPlans,
-	"Operator":                       olmOperators,
-	"OperatorCondition":              {Group: "operators.coreos.com", Resource: "operatorconditions"},
-	"CustomResourceDefinition":       customResourceDefinitions,
-	"ClusterRole":                    {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	"ClusterRoleBinding":             {Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
-	"Role":                           {Group: "rbac.authorization.k8s.io", Resource: "roles"},
-	"RoleBinding":                    {Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
-	"ServiceAccount":                 {Resource: "serviceaccounts"},
-	"Service":                        {Resource: "services"},
-	"ConfigMap":                      {Resource: "configmaps"},
-	"Secret":                         {Resource: "secrets"},
-	"Deployment":                     {Group: "apps", Resource: "deployments"},
-	"MutatingWebhookConfiguration":   {Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
-	"ValidatingWebhookConfiguration": {Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
-	"APIService":                     {Group: "apiregistration.k8s.io", Resource: "apiservices"},
-}
-
-// ValidateLeftoverKinds checks the kinds of rules.operator-leftovers.delete.
-func ValidateLeftoverKinds(kinds []string) error {
-	for i, kind := range kinds {
-		if _, ok := leftoverKinds[kind]; !ok {
-			return fmt.Errorf("rules.operator-leftovers.delete[%d] %q is not a kind OLM lists as a component; use one of %s",
-				i, kind, strings.Join(slices.Sorted(maps.Keys(leftoverKinds)), ", "))
-		}
-	}
-	return nil
-}
+var leftoverKinds = resourcesByKind(ClusterServiceVersions, InstallPlans, Operators, OperatorConditions, CustomResourceDefinitions,
+	ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ServiceAccounts, Services, ConfigMaps, Secrets, Deployments,
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices)
 
 // Name implements Rule.
-func (OperatorLeftovers) Name() string { return "operator-leftovers" }
+func (OperatorLeftovers) Name() string { return OperatorLeftoversName }
 
 // PolicyRules implements Authorized: delete on the opted-in kinds.
 func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {
-	var policy []rbacv1.PolicyRule
-	for _, kind := range r.Delete {
-		gr := leftoverKinds[kind] // validated
-		policy = append(policy, policyRule(gr.Group, []string{gr.Resource}, "get", "delete"))
+	resources := make([]Resource, 0, len(r.args.Delete))
+	for _, kind := range r.args.Delete {
+		resources = append(resources, leftoverKinds[kind]) // validated
 	}
-	return policy
+	return deletePolicy(resources)
 }
 
 // ReadsContent implements ContentReader.
 func (OperatorLeftovers) ReadsContent() []ContentRequest {
 	return []ContentRequest{
 		subscriptionContent,
-		{Resource: olmOperators, Fields: []string{"status.components.refs"}},
-		{Resource: clusterServiceVersions, Fields: []string{"spec.customresourcedefinitions"}},
+		{Resource: Operators.GroupResource(), Fields: []string{"status.components.refs"}},
+		{Resource: ClusterServiceVersions.GroupResource(), Fields: []string{"spec.customresourcedefinitions"}},
 	}
 }
 
@@ -99,9 +100,9 @@ func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
 		}
 	}
 
-	for _, op := range view.List(olmOperators) {
+	for _, op := range view.List(Operators.GroupResource()) {
 		pkg, ns, ok := splitOperatorName(op.Name)
-		if !ok || !view.Observed(subscriptions, ns) || subscriptionFor(view, op.Name, pkg, ns) != nil {
+		if !ok || !view.Observed(Subscriptions.GroupResource(), ns) || subscriptionFor(view, op.Name, pkg, ns) != nil {
 			continue
 		}
 		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", ns, pkg, pkg, op.Name)
@@ -113,8 +114,8 @@ func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
 		}
 		add(op, "subscription deleted; left behind", fmt.Sprintf("the Operator of package %s in namespace %s", pkg, ns), gone)
 	}
-	for _, csv := range view.List(clusterServiceVersions) {
-		if copiedCSV(csv) || !view.Observed(subscriptions, csv.Namespace) || installed(view, csv) {
+	for _, csv := range view.List(ClusterServiceVersions.GroupResource()) {
+		if copiedCSV(csv) || !view.Observed(Subscriptions.GroupResource(), csv.Namespace) || installed(view, csv) {
 			continue
 		}
 		add(csv, "no Subscription installed it; left behind",
@@ -131,10 +132,7 @@ func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
 
 // subscriptionFor returns the Subscription of an Operator: by its label, its name or its package.
 func subscriptionFor(view *View, operator, pkg, namespace string) *Object {
-	for _, sub := range view.List(subscriptions) {
-		if sub.Namespace != namespace {
-			continue
-		}
+	for _, sub := range view.InNamespace(Subscriptions.GroupResource(), namespace) {
 		if _, labelled := sub.Labels["operators.coreos.com/"+operator]; labelled || sub.Name == pkg || nestedString(sub, "spec", "name") == pkg {
 			return sub
 		}
@@ -146,8 +144,8 @@ func subscriptionFor(view *View, operator, pkg, namespace string) *Object {
 // its status, or it is the Subscription of the operator OLM labelled the CSV with
 // (operators.coreos.com/<package>.<namespace>).
 func installed(view *View, csv *Object) bool {
-	for _, sub := range view.List(subscriptions) {
-		if sub.Namespace == csv.Namespace && (nestedString(sub, "status", "installedCSV") == csv.Name || nestedString(sub, "status", "currentCSV") == csv.Name) {
+	for _, sub := range view.InNamespace(Subscriptions.GroupResource(), csv.Namespace) {
+		if nestedString(sub, "status", "installedCSV") == csv.Name || nestedString(sub, "status", "currentCSV") == csv.Name {
 			return true
 		}
 	}
@@ -186,7 +184,6 @@ func referenced(view *View, ref any) (*Object, bool) {
 // it, and those left behind that do are deleted first.
 func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftovers map[types.UID]bool) Finding {
 	f := Finding{
-		Rule:     r.Name(),
 		Severity: SeverityWarning,
 		Object:   l.obj.Ref(),
 		Reason:   l.reason,
@@ -194,9 +191,9 @@ func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftov
 		Action:   Delete{},
 	}
 	kind := l.obj.Resource.Kind
-	if l.obj.Resource.GroupResource() == customResourceDefinitions {
+	if l.obj.Resource.GroupResource() == CustomResourceDefinitions.GroupResource() {
 		f.Evidence = append(f.Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
-		if !view.Observed(clusterServiceVersions, "") {
+		if !view.Observed(ClusterServiceVersions.GroupResource(), "") {
 			f.Evidence = append(f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
 			f.Action = nil
 			return f
@@ -220,7 +217,7 @@ func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftov
 			f.Evidence = append(f.Evidence, "deleted only after "+strings.Join(leftBehind, ", ")+", left behind too, which owns or requires it")
 		}
 	}
-	if !slices.Contains(r.Delete, kind) {
+	if !slices.Contains(r.args.Delete, kind) {
 		f.OptIn = fmt.Sprintf("rules.operator-leftovers.delete: [%s]", kind)
 	}
 	return f

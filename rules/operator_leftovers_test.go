@@ -15,7 +15,7 @@ func operatorObject(refs ...map[string]any) *Object {
 	for _, r := range refs {
 		list = append(list, r)
 	}
-	return object(operatorsRes, "", "etcd.operators", withContent(map[string]any{"status": map[string]any{"components": map[string]any{"refs": list}}}))
+	return object(Operators, "", "etcd.operators", withContent(map[string]any{"status": map[string]any{"components": map[string]any{"refs": list}}}))
 }
 
 func ref(apiVersion, kind, namespace, name string) map[string]any {
@@ -25,9 +25,9 @@ func ref(apiVersion, kind, namespace, name string) map[string]any {
 
 func TestOperatorLeftovers(t *testing.T) {
 	csvObj := csv("operators", "etcdoperator.v0.9.4", []string{"etcdclusters.etcd.database.coreos.com"}, withLabels("operators.coreos.com/etcd.operators", ""))
-	plan := object(installPlansRes, "operators", "install-abc")
-	role := object(clusterRolesRes, "", "etcd-role")
-	crd := object(crds, "", "etcdclusters.etcd.database.coreos.com")
+	plan := object(InstallPlans, "operators", "install-abc")
+	role := object(ClusterRoles, "", "etcd-role")
+	crd := object(CustomResourceDefinitions, "", "etcdclusters.etcd.database.coreos.com")
 	op := operatorObject(
 		ref("operators.coreos.com/v1alpha1", "ClusterServiceVersion", "operators", "etcdoperator.v0.9.4"),
 		ref("operators.coreos.com/v1alpha1", "InstallPlan", "operators", "install-abc"),
@@ -55,7 +55,7 @@ func TestOperatorLeftovers(t *testing.T) {
 		assert.Contains(t, got["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
 	})
 	t.Run("opted-in kinds are deleted, the others not", func(t *testing.T) {
-		findings := OperatorLeftovers{Delete: []string{"ClusterServiceVersion", "InstallPlan"}}.Plan(context.Background(), viewWith(Coverage{}, debris...))
+		findings := OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion", "InstallPlan"}}}.Plan(context.Background(), viewWith(Coverage{}, debris...))
 		optIn := map[string]string{}
 		for _, f := range findings {
 			optIn[f.Object.Kind] = f.OptIn
@@ -72,34 +72,34 @@ func TestOperatorLeftovers(t *testing.T) {
 		other := csv("monitoring", "backup.v1", nil, func(o *Object) {
 			o.Content["spec"].(map[string]any)["customresourcedefinitions"].(map[string]any)["required"] = []any{map[string]any{"name": "etcdclusters.etcd.database.coreos.com"}}
 		})
-		backupSub := object(subscriptionsRes, "monitoring", "backup", withContent(map[string]any{"status": map[string]any{"installedCSV": "backup.v1"}}))
-		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...)), "CustomResourceDefinition")
+		backupSub := object(Subscriptions, "monitoring", "backup", withContent(map[string]any{"status": map[string]any{"installedCSV": "backup.v1"}}))
+		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition"}}}.Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...)), "CustomResourceDefinition")
 		assert.Nil(t, f.Action)
 		assert.Contains(t, f.Evidence, "still owned or required by ClusterServiceVersion monitoring/backup.v1: not deleted")
 	})
 	t.Run("a CRD goes after the leftover CSV that owns it", func(t *testing.T) {
-		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}.Plan(context.Background(), viewWith(Coverage{}, debris...)), "CustomResourceDefinition")
+		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}}.Plan(context.Background(), viewWith(Coverage{}, debris...)), "CustomResourceDefinition")
 		assert.Equal(t, Delete{}, f.Action)
 		assert.Equal(t, []ObjectRef{csvObj.Ref()}, f.DependsOn)
 		assert.Contains(t, f.Evidence, "deleted only after ClusterServiceVersion operators/etcdoperator.v0.9.4, left behind too, which owns or requires it")
 	})
 	t.Run("a CRD is not deleted when a CSV may be unseen", func(t *testing.T) {
 		coverage := Coverage{Namespaces: []string{"operators"}}
-		f := findingOf(t, OperatorLeftovers{Delete: []string{"CustomResourceDefinition"}}.Plan(context.Background(), viewWith(coverage, debris...)), "CustomResourceDefinition")
+		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition"}}}.Plan(context.Background(), viewWith(coverage, debris...)), "CustomResourceDefinition")
 		assert.Nil(t, f.Action)
 		assert.Contains(t, f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
 	})
 	t.Run("the Subscription exists: nothing", func(t *testing.T) {
 		for name, sub := range map[string]*Object{
-			"by label":   object(subscriptionsRes, "operators", "my-etcd", withLabels("operators.coreos.com/etcd.operators", "")),
-			"by name":    object(subscriptionsRes, "operators", "etcd"),
-			"by package": object(subscriptionsRes, "operators", "my-etcd", withContent(map[string]any{"spec": map[string]any{"name": "etcd"}, "status": map[string]any{"installedCSV": "etcdoperator.v0.9.4"}})),
+			"by label":   object(Subscriptions, "operators", "my-etcd", withLabels("operators.coreos.com/etcd.operators", "")),
+			"by name":    object(Subscriptions, "operators", "etcd"),
+			"by package": object(Subscriptions, "operators", "my-etcd", withContent(map[string]any{"spec": map[string]any{"name": "etcd"}, "status": map[string]any{"installedCSV": "etcdoperator.v0.9.4"}})),
 		} {
 			assert.Empty(t, OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{}, append(debris, sub)...)), name)
 		}
 	})
 	t.Run("Subscriptions not listed in the namespace: nothing", func(t *testing.T) {
-		assert.Empty(t, OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{Failed: []schema.GroupResource{subscriptionsRes.GroupResource()}}, debris...)))
+		assert.Empty(t, OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{Failed: []schema.GroupResource{Subscriptions.GroupResource()}}, debris...)))
 	})
 }
 
@@ -107,7 +107,7 @@ func TestCSVsWithoutSubscription(t *testing.T) {
 	lone := csv("shop", "lonely.v1", nil)
 	copied := csv("other", "etcdoperator.v0.9.4", nil, withLabels("olm.copiedFrom", "operators"))
 	installedCSV := csv("operators", "etcdoperator.v0.9.4", nil)
-	sub := object(subscriptionsRes, "operators", "etcd", withContent(map[string]any{"status": map[string]any{"currentCSV": "etcdoperator.v0.9.4"}}))
+	sub := object(Subscriptions, "operators", "etcd", withContent(map[string]any{"status": map[string]any{"currentCSV": "etcdoperator.v0.9.4"}}))
 
 	findings := OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{}, lone, copied, installedCSV, sub))
 

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // OrphanedFinalizers releases objects stuck Terminating on a finalizer whose operator is gone:
 // logging-operator's CRs after `helm uninstall` (F4), OLM's CSVs after OLM itself was removed
-// (F1). It never touches a built-in finalizer, an object terminating for less than MinAge, or a
-// finalizer whose controller is still there: running (left alone) or scaled to 0 (a warning:
-// scale it up instead). Who owns a finalizer is decided, first answer wins, by
+// (F1). It never touches a built-in finalizer, an object terminating for less than
+// --min-terminating-age, or a finalizer whose controller is still there: running (left alone) or
+// scaled to 0 (a warning: scale it up instead). Who owns a finalizer is decided, first answer
+// wins, by
 //
-//  1. the controller mappings (Owners): a matching workload exists, or none does;
+//  1. the controller mappings (Settings.Finalizers): a matching workload exists, or none does;
 //  2. the object's CRD: a ClusterServiceVersion that owns it, OLM labels without such a CSV, or
 //     Helm ownership with or without its release Secret; only for finalizers in the CRD's own
 //     API domain, so that a third party's finalizer on someone else's CR is never released;
@@ -28,14 +28,29 @@ import (
 // RBAC and webhook configurations OLM would have deleted; its release depends on their deletion
 // (rule olm-rbac) in the same run.
 type OrphanedFinalizers struct {
-	// MinAge is how long an object must have been terminating (--min-terminating-age).
-	MinAge time.Duration
-	// Owners are the controller mappings (the "finalizers" section of the config file).
-	Owners []FinalizerOwner
+	minAge   time.Duration
+	mappings FinalizerMappings
 }
 
+// OrphanedFinalizersName is the name of rule orphaned-finalizers.
+const OrphanedFinalizersName = "orphaned-finalizers"
+
+// OrphanedFinalizersArgs are the arguments of orphaned-finalizers: none but enabled. Its
+// threshold is --min-terminating-age; its controller mappings, the "finalizers" section.
+type OrphanedFinalizersArgs struct{}
+
+// NewOrphanedFinalizers builds orphaned-finalizers.
+func NewOrphanedFinalizers(_ OrphanedFinalizersArgs, settings Settings) (OrphanedFinalizers, error) {
+	return OrphanedFinalizers{minAge: settings.MinTerminatingAge, mappings: settings.Finalizers}, nil
+}
+
+var (
+	_ ContentReader = OrphanedFinalizers{}
+	_ Authorized    = OrphanedFinalizers{}
+)
+
 // Name implements Rule.
-func (OrphanedFinalizers) Name() string { return "orphaned-finalizers" }
+func (OrphanedFinalizers) Name() string { return OrphanedFinalizersName }
 
 // PolicyRules implements Authorized: patch on the kinds the shipped mappings' finalizers are on.
 func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
@@ -44,13 +59,8 @@ func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
 
 // ReadsContent implements ContentReader: workload replicas and the CRDs a CSV owns.
 func (OrphanedFinalizers) ReadsContent() []ContentRequest {
-	return append(workloadContent(), ContentRequest{Resource: clusterServiceVersions, Fields: []string{"spec.customresourcedefinitions.owned"}})
+	return append(workloadContent(), ContentRequest{Resource: ClusterServiceVersions.GroupResource(), Fields: []string{"spec.customresourcedefinitions.owned"}})
 }
-
-var (
-	customResourceDefinitions = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
-	secrets                   = schema.GroupResource{Resource: "secrets"}
-)
 
 // csvCleanupFinalizer is OLM v0's finalizer on a CSV (OLM ≥ v0.27): before releasing it, OLM
 // deletes the cluster-scoped RBAC labelled as the CSV's.
@@ -86,11 +96,11 @@ type facts struct {
 	releases    map[string]string           // by "namespace/release": its Secret, or ""
 }
 
-func (f *facts) controllersOf(owner FinalizerOwner) controllerStatus {
-	status, ok := f.controllers[owner.Pattern]
+func (f *facts) controllersOf(mapping *finalizerMapping) controllerStatus {
+	status, ok := f.controllers[mapping.Pattern]
 	if !ok {
-		status = controllersOf(f.view, owner)
-		f.controllers[owner.Pattern] = status
+		status = controllersOf(f.view, mapping)
+		f.controllers[mapping.Pattern] = status
 	}
 	return status
 }
@@ -114,8 +124,8 @@ func (f *facts) releaseSecret(namespace, release string) string {
 	secret, ok := f.releases[key]
 	if !ok {
 		prefix := "sh.helm.release.v1." + release + ".v"
-		for _, s := range f.view.List(secrets) {
-			if s.Namespace == namespace && strings.HasPrefix(s.Name, prefix) {
+		for _, s := range f.view.InNamespace(Secrets.GroupResource(), namespace) {
+			if strings.HasPrefix(s.Name, prefix) {
 				secret = s.Name
 				break
 			}
@@ -129,7 +139,7 @@ func (f *facts) releaseSecret(namespace, release string) string {
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	facts := &facts{view: view, controllers: map[string]controllerStatus{}, releases: map[string]string{}}
-	for obj, age := range view.Terminating(r.MinAge) {
+	for obj, age := range view.Terminating(r.minAge) {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
 			if !builtIn(f) {
@@ -145,9 +155,9 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 
 func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) verdict {
 	v := verdict{finalizer: finalizer}
-	if owner, ok := ownerOf(r.Owners, finalizer); ok {
-		status := facts.controllersOf(owner)
-		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, owner.Pattern)}, status.evidence...)
+	if mapping, ok := r.mappings.ownerOf(finalizer); ok {
+		status := facts.controllersOf(mapping)
+		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, mapping.Pattern)}, status.evidence...)
 		v.owners = status.names
 		switch status.liveness {
 		case running:
@@ -160,7 +170,7 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 	} else {
 		v.decision, v.evidence, v.owners = decideByCRD(facts, obj, finalizer)
 	}
-	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == clusterServiceVersions {
+	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == ClusterServiceVersions.GroupResource() {
 		guarded, evidence, known := csvCleanupObjects(facts.view, obj.Namespace, obj.Name)
 		v.evidence = append(v.evidence, evidence)
 		if !known {
@@ -178,7 +188,7 @@ func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []strin
 	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
 	group := obj.Resource.Group
 	crdName := obj.Resource.Resource + "." + group
-	crd, ok := view.Get(customResourceDefinitions, "", crdName)
+	crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName)
 	if group == "" || !ok {
 		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}, nil
 	}
@@ -188,7 +198,7 @@ func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []strin
 	}
 	evidence := []string{noMapping}
 
-	if !view.Observed(clusterServiceVersions, "") {
+	if !view.Observed(ClusterServiceVersions.GroupResource(), "") {
 		return undecided, append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName), nil
 	}
 	if owners := facts.owningCSVs(crdName); len(owners) > 0 {
@@ -203,7 +213,7 @@ func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []strin
 	if crd.Labels["app.kubernetes.io/managed-by"] != "Helm" || release == "" || releaseNamespace == "" {
 		return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil
 	}
-	if !view.Observed(secrets, releaseNamespace) {
+	if !view.Observed(Secrets.GroupResource(), releaseNamespace) {
 		return undecided, append(evidence, fmt.Sprintf("Secrets in namespace %s were not listed: cannot look for Helm release %s", releaseNamespace, release)), nil
 	}
 	helmRelease := fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)
@@ -231,9 +241,8 @@ func olmLabel(obj *Object) (string, bool) {
 
 func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []verdict) Finding {
 	f := Finding{
-		Rule:     r.Name(),
 		Object:   obj.Ref(),
-		Evidence: []string{terminatingSince(obj, age, r.MinAge)},
+		Evidence: []string{terminatingSince(obj, age, r.minAge)},
 	}
 	byDecision := map[decision][]verdict{}
 	for _, v := range verdicts {

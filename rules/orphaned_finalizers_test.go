@@ -17,7 +17,7 @@ const (
 )
 
 func loggingOperator(replicas int64, opts ...func(*Object)) *Object {
-	return workload(deployments, "logging", "logging-operator", replicas, append([]func(*Object){withLabels("app.kubernetes.io/name", "logging-operator")}, opts...)...)
+	return workload(Deployments, "logging", "logging-operator", replicas, append([]func(*Object){withLabels("app.kubernetes.io/name", "logging-operator")}, opts...)...)
 }
 
 func stuckSyslog(finalizers ...string) *Object {
@@ -27,7 +27,7 @@ func stuckSyslog(finalizers ...string) *Object {
 func TestOrphanedFinalizersDecisions(t *testing.T) {
 	widgetCRD := "widgets.acme.io"
 	helmCRD := func() *Object {
-		return object(crds, "", widgetCRD, withLabels("app.kubernetes.io/managed-by", "Helm"),
+		return object(CustomResourceDefinitions, "", widgetCRD, withLabels("app.kubernetes.io/managed-by", "Helm"),
 			withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "acme-system"))
 	}
 	stuckWidget := func(finalizers ...string) *Object {
@@ -55,7 +55,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name: "built-in finalizers only: nothing",
-			objects: []*Object{object(configMaps, "shop", "c", terminatingFor(time.Hour, "kubernetes", "orphan", "foregroundDeletion",
+			objects: []*Object{object(ConfigMaps, "shop", "c", terminatingFor(time.Hour, "kubernetes", "orphan", "foregroundDeletion",
 				"kubernetes.io/pvc-protection", "customresourcecleanup.apiextensions.k8s.io", "service.kubernetes.io/load-balancer-cleanup", "batch.k8s.io/x"))},
 			wantNone: true,
 		},
@@ -101,7 +101,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "mapped, Deployment list failed: undecided",
-			coverage:     Coverage{Failed: []schema.GroupResource{deployments.GroupResource()}},
+			coverage:     Coverage{Failed: []schema.GroupResource{Deployments.GroupResource()}},
 			objects:      []*Object{stuckSyslog(syslogFinalizer)},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner of " + syslogFinalizer + " unknown; not touched",
@@ -116,49 +116,49 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "not mapped, not a custom resource: undecided",
-			objects:      []*Object{object(configMaps, "shop", "c", terminatingFor(time.Hour, "example.com/keep"))},
+			objects:      []*Object{object(ConfigMaps, "shop", "c", terminatingFor(time.Hour, "example.com/keep"))},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner of example.com/keep unknown; not touched",
 			wantEvidence: []string{"example.com/keep: no controller mapping matches", "configmaps is not a custom resource: no CRD to ask"},
 		},
 		{
 			name:         "CRD owned by a CSV: alive",
-			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD), csv("operators", "acme.v1", []string{widgetCRD})},
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD), csv("operators", "acme.v1", []string{widgetCRD})},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner still present, it will release acme.io/cleanup: ClusterServiceVersion operators/acme.v1",
 			wantEvidence: []string{"CRD widgets.acme.io is owned by ClusterServiceVersion operators/acme.v1 (spec.customresourcedefinitions.owned)"},
 		},
 		{
 			name:         "CRD installed by OLM, no CSV owns it: orphaned",
-			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
 			wantEvidence: []string{"CRD widgets.acme.io has no owning ClusterServiceVersion", "CRD widgets.acme.io was installed by OLM (label operators.coreos.com/acme.operators)"},
 		},
 		{
 			name: "a copied CSV does not own the CRD",
-			objects: []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("olm.managed", "true")),
+			objects: []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("olm.managed", "true")),
 				csv("shop", "acme.v1", []string{widgetCRD}, withLabels("olm.copiedFrom", "operators"))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
 		},
 		{
 			name:         "CRD installed by OLM, CSVs not listed: undecided",
-			coverage:     Coverage{Unlisted: []schema.GroupResource{csvs.GroupResource()}},
-			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
+			coverage:     Coverage{Unlisted: []schema.GroupResource{ClusterServiceVersions.GroupResource()}},
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
 			wantSeverity: SeverityInfo,
 			wantEvidence: []string{"ClusterServiceVersions were not all listed: cannot tell whether one owns CRD widgets.acme.io"},
 		},
 		{
 			name:         "CRD of a Helm release that is installed: alive",
-			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(secretsRes, "acme-system", "sh.helm.release.v1.acme.v3")},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.acme.v3")},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner still present, it will release cleanup.acme.io/finalizer: Helm release acme-system/acme",
 			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is installed (Secret sh.helm.release.v1.acme.v3)"},
 		},
 		{
 			name:         "CRD of a Helm release that is uninstalled: orphaned",
-			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(secretsRes, "acme-system", "sh.helm.release.v1.other.v1")},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.other.v1")},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
 			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is uninstalled: no Secret sh.helm.release.v1.acme.v* in acme-system"},
@@ -172,7 +172,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "CRD of a Helm release, Secrets not listed: undecided",
-			coverage:     Coverage{Unlisted: []schema.GroupResource{secretsRes.GroupResource()}},
+			coverage:     Coverage{Unlisted: []schema.GroupResource{Secrets.GroupResource()}},
 			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
 			wantSeverity: SeverityInfo,
 			wantEvidence: []string{"Secrets in namespace acme-system were not listed: cannot look for Helm release acme"},
@@ -185,21 +185,21 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "a CRD without OLM or Helm metadata: undecided",
-			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(crds, "", widgetCRD)},
+			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD)},
 			wantSeverity: SeverityInfo,
 			wantEvidence: []string{"CRD widgets.acme.io has no OLM labels and no Helm ownership metadata"},
 		},
 		{
 			name: "a configured mapping wins over CRD evidence",
 			objects: []*Object{stuckSyslog(syslogFinalizer), loggingOperator(1),
-				object(crds, "", "syslogngconfigs.logging.banzaicloud.io", withLabels("operators.coreos.com/x.y", ""))},
+				object(CustomResourceDefinitions, "", "syslogngconfigs.logging.banzaicloud.io", withLabels("operators.coreos.com/x.y", ""))},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner still present, it will release " + syslogFinalizer + ": Deployment logging/logging-operator",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
+			rule := OrphanedFinalizers{minAge: 15 * time.Minute, mappings: shippedMappings(t)}
 			findings := rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 			if tt.wantNone {
 				assert.Empty(t, findings)
@@ -207,7 +207,6 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			}
 			require.Len(t, findings, 1)
 			f := findings[0]
-			assert.Equal(t, "orphaned-finalizers", f.Rule)
 			assert.Equal(t, tt.wantSeverity, f.Severity)
 			if tt.wantReason != "" {
 				assert.Equal(t, tt.wantReason, f.Reason)
@@ -222,7 +221,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 
 func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 	daemonSet := func(desired int64) *Object {
-		return object(daemonSets, "acme", "agent", withContent(map[string]any{"status": map[string]any{"desiredNumberScheduled": desired}}))
+		return object(DaemonSets, "acme", "agent", withContent(map[string]any{"status": map[string]any{"desiredNumberScheduled": desired}}))
 	}
 	owners := []FinalizerOwner{
 		{Pattern: "sts.acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Namespace: "acme", Name: "acme"}}},
@@ -234,8 +233,8 @@ func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 		want    Severity
 		action  bool
 	}{
-		{"StatefulSet running", []*Object{workload(statefulSets, "acme", "acme", 2)}, SeverityInfo, false},
-		{"StatefulSet in another namespace does not count", []*Object{workload(statefulSets, "other", "acme", 2)}, SeverityWarning, true},
+		{"StatefulSet running", []*Object{workload(StatefulSets, "acme", "acme", 2)}, SeverityInfo, false},
+		{"StatefulSet in another namespace does not count", []*Object{workload(StatefulSets, "other", "acme", 2)}, SeverityWarning, true},
 		{"DaemonSet scheduled", []*Object{daemonSet(3)}, SeverityInfo, false},
 		{"DaemonSet scheduled nowhere", []*Object{daemonSet(0)}, SeverityWarning, false},
 	}
@@ -244,13 +243,13 @@ func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 			for i := range tt.objects {
 				withLabels("app", "agent")(tt.objects[i])
 			}
-			stuck := object(configMaps, "acme", "c", terminatingFor(time.Hour, "sts.acme.io/x", "ds.acme.io/y"))
-			if tt.objects[0].Resource == daemonSets {
+			stuck := object(ConfigMaps, "acme", "c", terminatingFor(time.Hour, "sts.acme.io/x", "ds.acme.io/y"))
+			if tt.objects[0].Resource == DaemonSets {
 				stuck.Finalizers = []string{"ds.acme.io/y"}
 			} else {
 				stuck.Finalizers = []string{"sts.acme.io/x"}
 			}
-			findings := OrphanedFinalizers{Owners: owners}.Plan(context.Background(), viewWith(Coverage{}, append(tt.objects, stuck)...))
+			findings := OrphanedFinalizers{mappings: shippedMappings(t, owners...)}.Plan(context.Background(), viewWith(Coverage{}, append(tt.objects, stuck)...))
 			require.Len(t, findings, 1)
 			assert.Equal(t, tt.want, findings[0].Severity)
 			assert.Equal(t, tt.action, findings[0].Action != nil, findings[0].Reason)
@@ -263,15 +262,15 @@ func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 func TestCSVCleanup(t *testing.T) {
 	stuckCSV := csv("operators", "etcd.v0.9.4", nil, terminatingFor(time.Hour, csvCleanupFinalizer))
 	rbacLabels := withLabels("olm.owner", "etcd.v0.9.4", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion")
-	role := object(clusterRolesRes, "", "etcd-role", rbacLabels)
-	binding := object(clusterRoleBindingsRes, "", "etcd-binding", rbacLabels)
-	webhook := object(mutatingWebhooksRes, "", "etcd-webhook", rbacLabels)
-	otherRole := object(clusterRolesRes, "", "other", withLabels("olm.owner", "other.v1", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion"))
-	rule := OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: DefaultFinalizerOwners()}
+	role := object(ClusterRoles, "", "etcd-role", rbacLabels)
+	binding := object(ClusterRoleBindings, "", "etcd-binding", rbacLabels)
+	webhook := object(MutatingWebhookConfigurations, "", "etcd-webhook", rbacLabels)
+	otherRole := object(ClusterRoles, "", "other", withLabels("olm.owner", "other.v1", "olm.owner.namespace", "operators", "olm.owner.kind", "ClusterServiceVersion"))
+	rule := OrphanedFinalizers{minAge: 15 * time.Minute, mappings: shippedMappings(t)}
 
 	t.Run("OLM scaled to 0", func(t *testing.T) {
 		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, binding,
-			workload(deployments, "olm", "olm-operator", 0), workload(deployments, "olm", "catalog-operator", 1)))
+			workload(Deployments, "olm", "olm-operator", 0), workload(Deployments, "olm", "catalog-operator", 1)))
 		require.Len(t, findings, 1)
 		assert.Equal(t, SeverityWarning, findings[0].Severity)
 		assert.Equal(t, "controller scaled to 0; scale it up instead of removing operators.coreos.com/csv-cleanup: Deployment olm/olm-operator", findings[0].Reason)
@@ -287,7 +286,7 @@ func TestCSVCleanup(t *testing.T) {
 		assert.Contains(t, f.Evidence, "released only after what OLM would have deleted is deleted (rule olm-rbac): ClusterRoleBinding etcd-binding, ClusterRole etcd-role, MutatingWebhookConfiguration etcd-webhook")
 	})
 	t.Run("OLM uninstalled, RBAC already being deleted", func(t *testing.T) {
-		leaving := object(clusterRolesRes, "", "etcd-leaving", rbacLabels, terminatingFor(time.Minute, "x.example.com/y"))
+		leaving := object(ClusterRoles, "", "etcd-leaving", rbacLabels, terminatingFor(time.Minute, "x.example.com/y"))
 		findings := rule.Plan(context.Background(), viewWith(Coverage{}, stuckCSV, role, leaving))
 		var csvFinding Finding
 		for _, f := range findings {
@@ -304,7 +303,7 @@ func TestCSVCleanup(t *testing.T) {
 		assert.Empty(t, findings[0].DependsOn)
 	})
 	t.Run("OLM uninstalled, webhook configurations not listed", func(t *testing.T) {
-		findings := rule.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{mutatingWebhooksRes.GroupResource()}}, stuckCSV))
+		findings := rule.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{MutatingWebhookConfigurations.GroupResource()}}, stuckCSV))
 		require.Len(t, findings, 1)
 		assert.Nil(t, findings[0].Action)
 		assert.Equal(t, SeverityInfo, findings[0].Severity)

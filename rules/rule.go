@@ -7,6 +7,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -59,7 +60,7 @@ const (
 
 // Finding is one observation of a rule about one object.
 type Finding struct {
-	// Rule is the name of the rule that made the finding.
+	// Rule is the name of the rule that made the finding, set by the engine.
 	Rule string
 	// Severity says how much the finding matters.
 	Severity Severity
@@ -173,4 +174,19 @@ func (a Delete) String() string {
 // policyRule grants verbs on resources of one API group.
 func policyRule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+}
+
+// deletePolicy grants get and delete on resources, one PolicyRule per API group in order of
+// first appearance.
+func deletePolicy(resources []Resource) []rbacv1.PolicyRule {
+	var policy []rbacv1.PolicyRule
+	for _, r := range resources {
+		i := slices.IndexFunc(policy, func(p rbacv1.PolicyRule) bool { return p.APIGroups[0] == r.Group })
+		if i < 0 {
+			policy = append(policy, policyRule(r.Group, nil, "get", "delete"))
+			i = len(policy) - 1
+		}
+		policy[i].Resources = append(policy[i].Resources, r.Resource)
+	}
+	return policy
 }

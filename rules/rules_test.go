@@ -2,8 +2,10 @@ package rules
 
 import (
 	"slices"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,11 +16,15 @@ import (
 var (
 	testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-	configMaps = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	namespaces = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
-	events     = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
-	eventsV1   = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
-	loggings   = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"}, Kind: "Logging"}
+	// Resources of no rule's: the rest come from the table in resources.go.
+	eventsV1  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}
+	loggings  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"}, Kind: "Logging"}
+	syslogNGs = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "syslogngconfigs"}, Kind: "SyslogNGConfig", Namespaced: true}
+	widgets   = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+
+	allTestResources = []Resource{ConfigMaps, Namespaces, loggings, Deployments, StatefulSets, DaemonSets, ClusterServiceVersions, CustomResourceDefinitions,
+		Secrets, syslogNGs, widgets, ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ValidatingWebhookConfigurations, MutatingWebhookConfigurations,
+		Subscriptions, InstallPlans, Operators, Pods, Nodes, Leases}
 )
 
 // object builds an observed object; uid defaults to resource/namespace/name.
@@ -48,38 +54,8 @@ func withUID(uid string) func(*Object) {
 }
 
 func newTestView(objects ...*Object) *View {
-	return NewView(testNow, []Resource{configMaps, namespaces, loggings}, Coverage{}, objects)
+	return NewView(testNow, []Resource{ConfigMaps, Namespaces, loggings}, Coverage{}, objects)
 }
-
-var (
-	deployments  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true}
-	statefulSets = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, Kind: "StatefulSet", Namespaced: true}
-	daemonSets   = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, Kind: "DaemonSet", Namespaced: true}
-	csvs         = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}, Kind: "ClusterServiceVersion", Namespaced: true}
-	crds         = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
-	secretsRes   = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
-	syslogNGs    = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "syslogngconfigs"}, Kind: "SyslogNGConfig", Namespaced: true}
-	widgets      = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
-	rbacRes      = func(resource, kind string, namespaced bool) Resource {
-		return Resource{GroupVersionResource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: resource}, Kind: kind, Namespaced: namespaced}
-	}
-	clusterRolesRes        = rbacRes("clusterroles", "ClusterRole", false)
-	clusterRoleBindingsRes = rbacRes("clusterrolebindings", "ClusterRoleBinding", false)
-	rolesRes               = rbacRes("roles", "Role", true)
-	roleBindingsRes        = rbacRes("rolebindings", "RoleBinding", true)
-	validatingWebhooksRes  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration"}
-	mutatingWebhooksRes    = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration"}
-
-	subscriptionsRes = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}, Kind: "Subscription", Namespaced: true}
-	installPlansRes  = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}, Kind: "InstallPlan", Namespaced: true}
-	operatorsRes     = Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1", Resource: "operators"}, Kind: "Operator"}
-	podsRes          = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Kind: "Pod", Namespaced: true}
-	nodesRes         = Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Kind: "Node"}
-
-	allTestResources = []Resource{configMaps, namespaces, loggings, deployments, statefulSets, daemonSets, csvs, crds,
-		secretsRes, syslogNGs, widgets, clusterRolesRes, clusterRoleBindingsRes, rolesRes, roleBindingsRes, validatingWebhooksRes, mutatingWebhooksRes,
-		subscriptionsRes, installPlansRes, operatorsRes, podsRes, nodesRes}
-)
 
 func withLabels(kv ...string) func(*Object) {
 	return func(o *Object) {
@@ -117,7 +93,7 @@ func csv(namespace, name string, ownedCRDs []string, opts ...func(*Object)) *Obj
 		owned = append(owned, map[string]any{"name": crd})
 	}
 	content := map[string]any{"spec": map[string]any{"customresourcedefinitions": map[string]any{"owned": owned}}}
-	return object(csvs, namespace, name, append([]func(*Object){withContent(content)}, opts...)...)
+	return object(ClusterServiceVersions, namespace, name, append([]func(*Object){withContent(content)}, opts...)...)
 }
 
 // viewWith is a view of objects over every test resource but those coverage says were not listed.
@@ -129,4 +105,12 @@ func viewWith(coverage Coverage, objects ...*Object) *View {
 		}
 	}
 	return NewView(testNow, listed, coverage, objects)
+}
+
+// shippedMappings are the controller mappings of a run configured with configured.
+func shippedMappings(t testing.TB, configured ...FinalizerOwner) FinalizerMappings {
+	t.Helper()
+	m, err := NewFinalizerMappings(configured)
+	require.NoError(t, err)
+	return m
 }

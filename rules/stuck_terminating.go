@@ -6,30 +6,40 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // StuckTerminating answers the admin's first question, "what is stuck?": every object whose
-// deletion has been pending for longer than MinAge, with the finalizers it is waiting on. A
+// deletion has been pending for longer than --min-terminating-age, with the finalizers it is waiting on. A
 // Namespace waits on its contents instead, so for one the finding counts what is left in it. The
 // rule only reports; deciding whether a finalizer may be released is the job of other rules.
 type StuckTerminating struct {
-	// MinAge is how long an object must have been terminating to be reported (--min-terminating-age).
-	MinAge time.Duration
+	minAge time.Duration
+}
+
+// StuckTerminatingName is the name of rule stuck-terminating.
+const StuckTerminatingName = "stuck-terminating"
+
+// StuckTerminatingArgs are the arguments of stuck-terminating: none but enabled. Its threshold
+// is --min-terminating-age.
+type StuckTerminatingArgs struct{}
+
+// NewStuckTerminating builds stuck-terminating.
+func NewStuckTerminating(_ StuckTerminatingArgs, settings Settings) (StuckTerminating, error) {
+	return StuckTerminating{minAge: settings.MinTerminatingAge}, nil
 }
 
 // Name implements Rule.
-func (StuckTerminating) Name() string { return "stuck-terminating" }
+func (StuckTerminating) Name() string { return StuckTerminatingName }
 
 // Plan implements Rule.
 func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	var contents map[string]namespaceContents // counted once, on the first stuck namespace
-	for obj, age := range view.Terminating(r.MinAge) {
+	for obj, age := range view.Terminating(r.minAge) {
 		waitingOn := "waiting on " + strings.Join(obj.Finalizers, ", ")
-		evidence := []string{terminatingSince(obj, age, r.MinAge), "finalizers: " + strings.Join(obj.Finalizers, ", ")}
+		evidence := []string{terminatingSince(obj, age, r.minAge), "finalizers: " + strings.Join(obj.Finalizers, ", ")}
 		if len(obj.Finalizers) == 0 {
 			waitingOn = "no finalizers"
 			evidence[1] = "no finalizers in metadata"
@@ -37,7 +47,7 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 		if obj.DeletionGracePeriodSeconds != nil {
 			evidence = append(evidence, fmt.Sprintf("deletionGracePeriodSeconds %d", *obj.DeletionGracePeriodSeconds))
 		}
-		if obj.Resource.GroupResource() == namespacesResource {
+		if obj.Resource.GroupResource() == Namespaces.GroupResource() {
 			if contents == nil {
 				contents = countNamespaceContents(view)
 			}
@@ -53,7 +63,6 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 			}
 		}
 		findings = append(findings, Finding{
-			Rule:     r.Name(),
 			Severity: SeverityInfo,
 			Object:   obj.Ref(),
 			Reason:   fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn),
@@ -68,8 +77,6 @@ func terminatingSince(obj *Object, age, threshold time.Duration) string {
 	return fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
 		obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), threshold)
 }
-
-var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 type namespaceContents struct{ objects, terminating int }
 

@@ -22,15 +22,15 @@ func TestStuckTerminating(t *testing.T) {
 	}{
 		{
 			name:    "an object that is not being deleted is not reported",
-			objects: []*Object{object(configMaps, "shop", "settings", func(o *Object) { o.Finalizers = []string{"shop.example.com/archive"} })},
+			objects: []*Object{object(ConfigMaps, "shop", "settings", func(o *Object) { o.Finalizers = []string{"shop.example.com/archive"} })},
 		},
 		{
 			name:    "an object younger than the threshold is not reported",
-			objects: []*Object{object(configMaps, "shop", "settings", terminatingFor(minAge-time.Second, "shop.example.com/archive"))},
+			objects: []*Object{object(ConfigMaps, "shop", "settings", terminatingFor(minAge-time.Second, "shop.example.com/archive"))},
 		},
 		{
 			name:       "an object exactly at the threshold is reported",
-			objects:    []*Object{object(configMaps, "shop", "settings", terminatingFor(minAge, "shop.example.com/archive"))},
+			objects:    []*Object{object(ConfigMaps, "shop", "settings", terminatingFor(minAge, "shop.example.com/archive"))},
 			wantNames:  []string{"settings"},
 			wantReason: "terminating for 15m, waiting on shop.example.com/archive",
 			wantEvidence: []string{
@@ -51,10 +51,10 @@ func TestStuckTerminating(t *testing.T) {
 		{
 			name: "a namespace is reported with what is left in it",
 			objects: []*Object{
-				object(namespaces, "", "logging", terminatingFor(time.Hour)),
-				object(configMaps, "logging", "stuck", terminatingFor(time.Minute, "x.example.com/y")),
-				object(configMaps, "logging", "plain"),
-				object(configMaps, "other", "elsewhere"),
+				object(Namespaces, "", "logging", terminatingFor(time.Hour)),
+				object(ConfigMaps, "logging", "stuck", terminatingFor(time.Minute, "x.example.com/y")),
+				object(ConfigMaps, "logging", "plain"),
+				object(ConfigMaps, "other", "elsewhere"),
 			},
 			wantNames:  []string{"logging"},
 			wantReason: "terminating for 60m, waiting on its 2 remaining objects (1 terminating)",
@@ -67,11 +67,11 @@ func TestStuckTerminating(t *testing.T) {
 		{
 			name: "a namespace's Events are counted once, and what was not listed makes it at least",
 			objects: []*Object{
-				object(namespaces, "", "logging", terminatingFor(time.Hour)),
-				object(events, "logging", "e", withUID("same")),
+				object(Namespaces, "", "logging", terminatingFor(time.Hour)),
+				object(Events, "logging", "e", withUID("same")),
 				object(eventsV1, "logging", "e", withUID("same")),
 			},
-			coverage:   Coverage{Unlisted: []schema.GroupResource{configMaps.GroupResource()}},
+			coverage:   Coverage{Unlisted: []schema.GroupResource{ConfigMaps.GroupResource()}},
 			wantNames:  []string{"logging"},
 			wantReason: "terminating for 60m, waiting on at least 1 remaining objects (0 terminating)",
 			wantEvidence: []string{
@@ -83,7 +83,7 @@ func TestStuckTerminating(t *testing.T) {
 		},
 		{
 			name: "a grace period is part of the evidence",
-			objects: []*Object{object(configMaps, "shop", "settings", terminatingFor(time.Hour), func(o *Object) {
+			objects: []*Object{object(ConfigMaps, "shop", "settings", terminatingFor(time.Hour), func(o *Object) {
 				grace := int64(30)
 				o.DeletionGracePeriodSeconds = &grace
 			})},
@@ -98,12 +98,11 @@ func TestStuckTerminating(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			view := NewView(testNow, []Resource{configMaps, namespaces, loggings, events, eventsV1}, tt.coverage, tt.objects)
-			findings := StuckTerminating{MinAge: minAge}.Plan(context.Background(), view)
+			view := NewView(testNow, []Resource{ConfigMaps, Namespaces, loggings, Events, eventsV1}, tt.coverage, tt.objects)
+			findings := StuckTerminating{minAge: minAge}.Plan(context.Background(), view)
 			var names []string
 			for _, f := range findings {
 				names = append(names, f.Object.Name)
-				assert.Equal(t, "stuck-terminating", f.Rule)
 				assert.Equal(t, SeverityInfo, f.Severity)
 				assert.Nil(t, f.Action, "stuck-terminating only reports")
 			}
@@ -119,9 +118,9 @@ func TestStuckTerminating(t *testing.T) {
 func TestStuckTerminatingOrderIsDeterministic(t *testing.T) {
 	objects := []*Object{
 		object(loggings, "", "b", terminatingFor(time.Hour, "x/y")),
-		object(configMaps, "shop", "b", terminatingFor(time.Hour, "x/y")),
-		object(configMaps, "other", "z", terminatingFor(time.Hour, "x/y")),
-		object(configMaps, "shop", "a", terminatingFor(time.Hour, "x/y")),
+		object(ConfigMaps, "shop", "b", terminatingFor(time.Hour, "x/y")),
+		object(ConfigMaps, "other", "z", terminatingFor(time.Hour, "x/y")),
+		object(ConfigMaps, "shop", "a", terminatingFor(time.Hour, "x/y")),
 		object(loggings, "", "a", terminatingFor(time.Hour, "x/y")),
 	}
 	var got []string

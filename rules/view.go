@@ -5,6 +5,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -213,9 +214,19 @@ func (v *View) Terminating(minAge time.Duration) iter.Seq2[*Object, time.Duratio
 	}
 }
 
-// List returns the objects of one resource, ordered by namespace and name.
+// List returns the objects of one resource, ordered by namespace and name. The slice is the
+// view's own: read it, never modify it.
 func (v *View) List(gr schema.GroupResource) []*Object {
-	return slices.Clone(v.objects[gr])
+	return slices.Clip(v.objects[gr])
+}
+
+// InNamespace returns the objects of one resource in one namespace, ordered by name, found by
+// binary search. The slice is the view's own: read it, never modify it.
+func (v *View) InNamespace(gr schema.GroupResource, namespace string) []*Object {
+	list := v.objects[gr]
+	start, _ := slices.BinarySearchFunc(list, namespace, func(o *Object, ns string) int { return strings.Compare(o.Namespace, ns) })
+	end := start + sort.Search(len(list)-start, func(i int) bool { return list[start+i].Namespace != namespace })
+	return slices.Clip(list[start:end])
 }
 
 // Get returns one object by resource, namespace and name.

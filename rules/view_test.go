@@ -10,19 +10,19 @@ import (
 )
 
 func TestViewLookups(t *testing.T) {
-	a := object(configMaps, "shop", "a")
-	b := object(configMaps, "shop", "b")
+	a := object(ConfigMaps, "shop", "a")
+	b := object(ConfigMaps, "shop", "b")
 	all := object(loggings, "", "all-to-file")
 	v := newTestView(b, all, a)
 
 	assert.Equal(t, testNow, v.Now())
 	assert.Equal(t, 3, v.Len())
-	assert.Equal(t, []*Object{a, b}, v.List(configMaps.GroupResource()))
+	assert.Equal(t, []*Object{a, b}, v.List(ConfigMaps.GroupResource()))
 
-	got, ok := v.Get(configMaps.GroupResource(), "shop", "b")
+	got, ok := v.Get(ConfigMaps.GroupResource(), "shop", "b")
 	require.True(t, ok)
 	assert.Same(t, b, got)
-	_, ok = v.Get(configMaps.GroupResource(), "other", "b")
+	_, ok = v.Get(ConfigMaps.GroupResource(), "other", "b")
 	assert.False(t, ok)
 	_, ok = v.Get(loggings.GroupResource(), "shop", "a")
 	assert.False(t, ok, "lookups are per resource")
@@ -32,6 +32,23 @@ func TestViewLookups(t *testing.T) {
 	assert.Same(t, all, got)
 
 	assert.Equal(t, []*Object{a, b, all}, slices.Collect(v.Objects()), "ordered by resource, namespace, name")
+}
+
+func TestViewInNamespace(t *testing.T) {
+	objects := []*Object{
+		object(ConfigMaps, "", "cluster"), object(ConfigMaps, "a", "1"), object(ConfigMaps, "b", "1"),
+		object(ConfigMaps, "b", "2"), object(ConfigMaps, "c", "1"), object(loggings, "", "all"),
+	}
+	v := newTestView(objects...)
+	assert.Equal(t, objects[2:4], v.InNamespace(ConfigMaps.GroupResource(), "b"))
+	assert.Equal(t, objects[1:2], v.InNamespace(ConfigMaps.GroupResource(), "a"))
+	assert.Equal(t, objects[4:5], v.InNamespace(ConfigMaps.GroupResource(), "c"))
+	assert.Empty(t, v.InNamespace(ConfigMaps.GroupResource(), "bb"))
+	assert.Empty(t, v.InNamespace(ConfigMaps.GroupResource(), "z"))
+	assert.Empty(t, v.InNamespace(Secrets.GroupResource(), "b"))
+	assert.Equal(t, objects[5:], v.InNamespace(loggings.GroupResource(), ""))
+	inB := v.InNamespace(ConfigMaps.GroupResource(), "b")
+	assert.Equal(t, len(inB), cap(inB), "clipped: an append never writes into the view")
 }
 
 func TestViewObserved(t *testing.T) {
@@ -45,12 +62,12 @@ func TestViewObserved(t *testing.T) {
 		namespace string
 		want      bool
 	}{
-		{"listed everywhere", Coverage{}, configMaps.GroupResource(), "", true},
-		{"listed everywhere, one namespace", Coverage{}, configMaps.GroupResource(), "shop", true},
-		{"list failed", Coverage{Failed: []schema.GroupResource{configMaps.GroupResource()}}, configMaps.GroupResource(), "shop", false},
-		{"namespace filter, all namespaces", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "", false},
-		{"namespace filter, a walked namespace", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "shop", true},
-		{"namespace filter, another namespace", Coverage{Namespaces: []string{"shop"}}, configMaps.GroupResource(), "olm", false},
+		{"listed everywhere", Coverage{}, ConfigMaps.GroupResource(), "", true},
+		{"listed everywhere, one namespace", Coverage{}, ConfigMaps.GroupResource(), "shop", true},
+		{"list failed", Coverage{Failed: []schema.GroupResource{ConfigMaps.GroupResource()}}, ConfigMaps.GroupResource(), "shop", false},
+		{"namespace filter, all namespaces", Coverage{Namespaces: []string{"shop"}}, ConfigMaps.GroupResource(), "", false},
+		{"namespace filter, a walked namespace", Coverage{Namespaces: []string{"shop"}}, ConfigMaps.GroupResource(), "shop", true},
+		{"namespace filter, another namespace", Coverage{Namespaces: []string{"shop"}}, ConfigMaps.GroupResource(), "olm", false},
 		{"namespace filter, cluster-scoped", Coverage{Namespaces: []string{"shop"}}, loggings.GroupResource(), "", true},
 		{"not served: none exist", Coverage{}, operators, "olm", true},
 		{"served but not listed", Coverage{Unlisted: []schema.GroupResource{secrets}}, secrets, "shop", false},
@@ -59,42 +76,42 @@ func TestViewObserved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := NewView(testNow, []Resource{configMaps, loggings}, tt.coverage, nil)
+			v := NewView(testNow, []Resource{ConfigMaps, loggings}, tt.coverage, nil)
 			assert.Equal(t, tt.want, v.Observed(tt.gr, tt.namespace))
 		})
 	}
 }
 
 func TestViewCountsObjectsServedTwice(t *testing.T) {
-	v := NewView(testNow, []Resource{events, eventsV1}, Coverage{}, []*Object{
-		object(events, "shop", "e", withUID("same")),
+	v := NewView(testNow, []Resource{Events, eventsV1}, Coverage{}, []*Object{
+		object(Events, "shop", "e", withUID("same")),
 		object(eventsV1, "shop", "e", withUID("same")),
 	})
 	assert.Equal(t, 2, v.Len())
 }
 
 func TestViewWithObject(t *testing.T) {
-	a := object(configMaps, "shop", "a")
-	b := object(configMaps, "shop", "b")
+	a := object(ConfigMaps, "shop", "a")
+	b := object(ConfigMaps, "shop", "b")
 	v := newTestView(a, b)
 
-	fresh := object(configMaps, "shop", "a", withUID("recreated"))
+	fresh := object(ConfigMaps, "shop", "a", withUID("recreated"))
 	next := v.WithObject(fresh)
-	got, _ := next.Get(configMaps.GroupResource(), "shop", "a")
+	got, _ := next.Get(ConfigMaps.GroupResource(), "shop", "a")
 	assert.Same(t, fresh, got)
 	_, ok := next.ByUID(a.UID)
 	assert.False(t, ok, "the replaced object's UID is gone")
 	assert.Equal(t, 2, next.Len())
 
-	added := object(configMaps, "shop", "0-new")
+	added := object(ConfigMaps, "shop", "0-new")
 	third := next.WithObject(added)
-	assert.Equal(t, []*Object{added, fresh, b}, third.List(configMaps.GroupResource()))
+	assert.Equal(t, []*Object{added, fresh, b}, third.List(ConfigMaps.GroupResource()))
 	assert.Equal(t, 3, third.Len())
 
 	// The original view is unchanged.
-	got, _ = v.Get(configMaps.GroupResource(), "shop", "a")
+	got, _ = v.Get(ConfigMaps.GroupResource(), "shop", "a")
 	assert.Same(t, a, got)
-	assert.Equal(t, []*Object{a, b}, v.List(configMaps.GroupResource()))
+	assert.Equal(t, []*Object{a, b}, v.List(ConfigMaps.GroupResource()))
 	assert.Equal(t, 2, v.Len())
 }
 
@@ -105,16 +122,16 @@ func TestViewResourceFor(t *testing.T) {
 	assert.Equal(t, loggings, r)
 	r, ok = v.ResourceFor(schema.GroupKind{Kind: "ConfigMap"})
 	require.True(t, ok)
-	assert.Equal(t, configMaps, r)
+	assert.Equal(t, ConfigMaps, r)
 	_, ok = v.ResourceFor(schema.GroupKind{Group: "apps", Kind: "ConfigMap"})
 	assert.False(t, ok)
 }
 
 func TestViewComplete(t *testing.T) {
-	resources := []Resource{configMaps, loggings}
+	resources := []Resource{ConfigMaps, loggings}
 	assert.True(t, NewView(testNow, resources, Coverage{}, nil).Complete("shop"))
 	assert.True(t, NewView(testNow, resources, Coverage{Namespaces: []string{"shop"}}, nil).Complete("shop"))
 	assert.False(t, NewView(testNow, resources, Coverage{Namespaces: []string{"other"}}, nil).Complete("shop"))
-	assert.False(t, NewView(testNow, resources, Coverage{Failed: []schema.GroupResource{configMaps.GroupResource()}}, nil).Complete("shop"))
+	assert.False(t, NewView(testNow, resources, Coverage{Failed: []schema.GroupResource{ConfigMaps.GroupResource()}}, nil).Complete("shop"))
 	assert.False(t, NewView(testNow, resources, Coverage{Unlisted: []schema.GroupResource{{Resource: "secrets"}}}, nil).Complete("shop"))
 }

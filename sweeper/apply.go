@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -39,16 +38,55 @@ const (
 	OutcomeSkipped Outcome = "skipped"
 )
 
+// Reason says, as a word, why an action was skipped or failed: the report's skipReason and
+// failReason, and the reason label of operator_sweeper_actions.
+type Reason string
+
+// Why an action was skipped.
+const (
+	// ReasonOptIn: the rule needs an opt-in in the config that is not given.
+	ReasonOptIn Reason = "opt-in"
+	// ReasonProtectedNamespace: the object is in a --protected-namespaces namespace.
+	ReasonProtectedNamespace Reason = "protected-namespace"
+	// ReasonDependency: an action this one depends on was not done in this run.
+	ReasonDependency Reason = "dependency"
+	// ReasonLimit: --max-actions was reached.
+	ReasonLimit Reason = "limit"
+	// ReasonResolved: the object changed after it was observed, so that the action is no longer
+	// needed, or no longer covered by what was checked; the next run looks again.
+	ReasonResolved Reason = "resolved"
+)
+
+// Why an action failed.
+const (
+	// ReasonConflict: the object changed again while the action was being retried.
+	ReasonConflict Reason = "conflict"
+	// ReasonAPIError: the API server refused the write, or re-reading the object failed.
+	ReasonAPIError Reason = "api-error"
+	// ReasonNotInView: the finding names an object the view does not hold: a rule's bug.
+	ReasonNotInView Reason = "not-in-view"
+)
+
 // Result is what became of one action.
 type Result struct {
 	Outcome Outcome
-	// Message says why the action failed or was skipped.
-	Message string
+	// Reason says why the action was skipped or failed; empty otherwise.
+	Reason Reason
+	// Detail says it for a human: the error, or what the reason is about.
+	Detail string
 	// Replanned says the object changed after it was observed, and the action was re-planned
 	// from a fresh read.
 	Replanned bool
 	// Action is the action that was carried out after a re-plan.
 	Action rules.Action
+}
+
+func skipped(reason Reason, format string, args ...any) Result {
+	return Result{Outcome: OutcomeSkipped, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+func failed(reason Reason, format string, args ...any) Result {
+	return Result{Outcome: OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Applier carries out actions. It is the only code in operator-sweeper that writes to the API
@@ -80,7 +118,7 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	}
 	obj, ok := view.Get(f.Object.Resource.GroupResource(), f.Object.Namespace, f.Object.Name)
 	if !ok || obj.UID != f.Object.UID {
-		return Result{Outcome: OutcomeFailed, Message: "the object is not in the view the rule planned from"}
+		return failed(ReasonNotInView, "the object is not in the view the rule planned from")
 	}
 
 	res, acted := a.apply(ctx, rule, view, obj, f)
@@ -106,10 +144,12 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	case apierrors.IsNotFound(rerr):
 		return a.result(rerr), obj // gone, which is what every action wants
 	case rerr != nil:
-		return Result{Outcome: OutcomeFailed, Message: fmt.Sprintf("%v; re-reading the object failed: %v", err, rerr)}, obj
+		return failed(ReasonAPIError, "%v; re-reading the object failed: %v", err, rerr), obj
 	case fresh.UID != obj.UID:
 		// Another object of the same name: the rest of the view says nothing about it.
-		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object was deleted and re-created after it was observed; the next run looks at the new one"}, obj
+		res := skipped(ReasonResolved, "the object was deleted and re-created after it was observed; the next run looks at the new one")
+		res.Replanned = true
+		return res, obj
 	case fresh.ResourceVersion == obj.ResourceVersion:
 		// Nothing changed, so the precondition held: the server refused the write for another reason.
 		return a.result(err), obj
@@ -117,28 +157,29 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	a.Logger.InfoContext(ctx, "object changed since it was observed; re-planning it",
 		"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", f.Action.Type())
 	replanned, ok := planFor(ctx, rule, view.WithObject(fresh), fresh)
+	var res Result
 	switch {
 	case !ok:
-		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed and the rule no longer plans an action for it"}, obj
+		res = skipped(ReasonResolved, "the object changed after it was observed and the rule no longer plans an action for it")
 	case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
 		// What was checked before the first attempt no longer covers the action.
-		return Result{Outcome: OutcomeSkipped, Replanned: true, Message: "resolved: the object changed after it was observed; the next run plans it again"}, obj
+		res = skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")
+	default:
+		if err = a.send(ctx, fresh, replanned.Action); mayHaveLostRace(err) {
+			res = failed(ReasonConflict, "the object changed again while being retried (%v); the next run will try again", err)
+		} else {
+			res, obj = a.result(err), fresh
+			res.Action = replanned.Action
+		}
 	}
-	err = a.send(ctx, fresh, replanned.Action)
-	if mayHaveLostRace(err) {
-		return Result{Outcome: OutcomeFailed, Replanned: true, Message: fmt.Sprintf("conflict: the object changed again while being retried (%v); the next run will try again", err)}, obj
-	}
-	res := a.result(err)
-	res.Replanned, res.Action = true, replanned.Action
-	return res, fresh
+	res.Replanned = true
+	return res, obj
 }
 
 // sameObjects reports whether two lists name the same objects.
 func sameObjects(a, b []rules.ObjectRef) bool {
 	return slices.EqualFunc(a, b, func(x, y rules.ObjectRef) bool { return x.UID == y.UID })
 }
-
-var eventsResource = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
 // recordEvent tells the object's audience what was done to it and why, as kubectl describe
 // shows: reason OperatorSweeper<Action>. An Event that cannot be recorded is only logged.
@@ -180,7 +221,7 @@ func (a *Applier) recordEvent(ctx context.Context, obj *rules.Object, action rul
 		u := &unstructured.Unstructured{Object: content}
 		u.SetAPIVersion("v1")
 		u.SetKind("Event")
-		_, err = a.Dynamic.Resource(eventsResource).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{})
+		_, err = a.Dynamic.Resource(rules.Events.GroupVersionResource).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{})
 	}
 	if err != nil {
 		a.Logger.WarnContext(ctx, "event not recorded", "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "error", err)
@@ -198,19 +239,19 @@ func planFor(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.
 }
 
 // errNothingToDo is what send returns for an action the object no longer needs.
-var errNothingToDo = errors.New("resolved: none of the finalizers to remove is on the object any more")
+var errNothingToDo = errors.New("none of the finalizers to remove is on the object any more")
 
 func (a *Applier) result(err error) Result {
 	switch {
 	case errors.Is(err, errNothingToDo):
-		return Result{Outcome: OutcomeSkipped, Message: err.Error()}
+		return skipped(ReasonResolved, "%v", err)
 	case err == nil, apierrors.IsNotFound(err):
 		if a.Mode == DryRunServer {
 			return Result{Outcome: OutcomeDryRun}
 		}
 		return Result{Outcome: OutcomeApplied}
 	default:
-		return Result{Outcome: OutcomeFailed, Message: err.Error()}
+		return failed(ReasonAPIError, "%v", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestOwnerReferences(t *testing.T) {
 }
 
 func TestMayHaveLostRace(t *testing.T) {
-	gr := schema.GroupResource{Resource: "configmaps"}
+	gr := rules.ConfigMaps.GroupResource()
 	tests := []struct {
 		name string
 		err  error

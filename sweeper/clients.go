@@ -19,7 +19,7 @@ import (
 
 // Clients are the API clients of one run, all built from one rest.Config.
 type Clients struct {
-	Discovery *discovery.DiscoveryClient
+	Discovery discovery.DiscoveryInterfaceWithContext
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
 }

@@ -1,20 +1,22 @@
 package sweeper
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 func TestPatternsMatchResource(t *testing.T) {
-	pods := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
-	events := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "events"}}
+	pods, events, deployments, subscriptions := rules.Pods, rules.Events, rules.Deployments, rules.Subscriptions
 	eventsV1 := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}}
-	deployments := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}
-	subscriptions := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}}
 
 	tests := []struct {
 		pattern string
@@ -63,6 +65,99 @@ func TestNamespaceFilter(t *testing.T) {
 			for _, ns := range tt.denied {
 				assert.False(t, f.allows(ns), ns)
 			}
+		})
+	}
+}
+
+// preferredResources is discovery as a server with these resources answers it; the rest of
+// the interface is not used by inventory.
+type preferredResources struct {
+	discovery.DiscoveryInterfaceWithContext
+	lists []*metav1.APIResourceList
+	err   error
+}
+
+func (p preferredResources) ServerPreferredResourcesWithContext(context.Context) ([]*metav1.APIResourceList, error) {
+	return p.lists, p.err
+}
+
+func TestInventory(t *testing.T) {
+	list := func(gv string, resources ...metav1.APIResource) *metav1.APIResourceList {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: resources}
+	}
+	listable := func(name, kind string, namespaced bool) metav1.APIResource {
+		return metav1.APIResource{Name: name, Kind: kind, Namespaced: namespaced, Verbs: []string{"get", "list", "watch"}}
+	}
+	core := list("v1", listable("pods", "Pod", true), listable("pods/log", "Pod", true), listable("namespaces", "Namespace", false),
+		metav1.APIResource{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: []string{"create"}})
+	apps := list("apps/v1", listable("deployments", "Deployment", true))
+	metricsDown := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+		{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("the server is currently unable to handle the request"),
+	}}
+
+	tests := []struct {
+		name          string
+		discovery     preferredResources
+		include       []string
+		exclude       []string
+		wantResources []string
+		wantUnlisted  []schema.GroupResource
+		wantGroups    []string
+		wantProblems  []ReportError
+		wantErr       string
+	}{
+		{
+			name:          "every listable resource, sorted; no subresources, nothing without list",
+			discovery:     preferredResources{lists: []*metav1.APIResourceList{core, apps}},
+			wantResources: []string{"deployments.apps", "namespaces", "pods"},
+		},
+		{
+			name:          "filters",
+			discovery:     preferredResources{lists: []*metav1.APIResourceList{core, apps}},
+			include:       []string{"pods", "*.apps"},
+			exclude:       []string{"deployments.apps"},
+			wantResources: []string{"pods"},
+			wantUnlisted:  []schema.GroupResource{{Resource: "namespaces"}, {Group: "apps", Resource: "deployments"}},
+		},
+		{
+			name:          "a group that failed is reported, the rest walked",
+			discovery:     preferredResources{lists: []*metav1.APIResourceList{apps}, err: metricsDown},
+			wantResources: []string{"deployments.apps"},
+			wantGroups:    []string{"metrics.k8s.io"},
+			wantProblems:  []ReportError{{Stage: StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
+		},
+		{
+			name:         "every group failed",
+			discovery:    preferredResources{err: metricsDown},
+			wantGroups:   []string{"metrics.k8s.io"},
+			wantProblems: []ReportError{{Stage: StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
+			wantErr:      "discover the server's API resources: every API group failed",
+		},
+		{
+			name:      "discovery failed",
+			discovery: preferredResources{err: errors.New("connection refused")},
+			wantErr:   "discover the server's API resources: connection refused",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.IncludeResources, opts.ExcludeResources = tt.include, tt.exclude
+			e := &Engine{Options: opts, Clients: &Clients{Discovery: tt.discovery}}
+			inv, err := e.inventory(context.Background())
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			var names []string
+			for _, r := range inv.resources {
+				names = append(names, r.String())
+			}
+			assert.Equal(t, tt.wantResources, names)
+			assert.Equal(t, tt.wantUnlisted, inv.unlisted)
+			assert.Equal(t, tt.wantGroups, inv.undiscovered)
+			assert.Equal(t, tt.wantProblems, inv.problems)
 		})
 	}
 }

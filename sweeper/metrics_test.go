@@ -21,17 +21,17 @@ func TestRegistry(t *testing.T) {
 	reg := registry(report, []string{"stuck-terminating", "orphans", "quiet"}, true)
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP operator_sweeper_actions Actions of the last run, by rule, action type and outcome (planned, dry-run, applied, failed, skipped).
+# HELP operator_sweeper_actions Actions of the last run, by rule, action type, outcome (planned, dry-run, applied, failed, skipped) and, for skipped and failed ones, reason.
 # TYPE operator_sweeper_actions gauge
-operator_sweeper_actions{action="Delete",outcome="skipped",rule="orphans"} 1
-operator_sweeper_actions{action="RemoveFinalizers",outcome="applied",rule="orphans"} 1
-operator_sweeper_actions{action="RemoveFinalizers",outcome="dry-run",rule="orphans"} 1
-operator_sweeper_actions{action="SetOwnerReferences",outcome="failed",rule="orphans"} 1
+operator_sweeper_actions{action="Delete",outcome="skipped",reason="limit",rule="orphans"} 1
+operator_sweeper_actions{action="RemoveFinalizers",outcome="applied",reason="",rule="orphans"} 1
+operator_sweeper_actions{action="RemoveFinalizers",outcome="dry-run",reason="",rule="orphans"} 1
+operator_sweeper_actions{action="SetOwnerReferences",outcome="failed",reason="api-error",rule="orphans"} 1
 # HELP operator_sweeper_errors Problems of the last run, by stage; a resource that could not be listed counts under observe.
 # TYPE operator_sweeper_errors gauge
 operator_sweeper_errors{stage="inventory"} 0
 operator_sweeper_errors{stage="observe"} 1
-operator_sweeper_errors{stage="plan"} 0
+operator_sweeper_errors{stage="plan"} 1
 # HELP operator_sweeper_findings Findings of the last run, by rule and severity.
 # TYPE operator_sweeper_findings gauge
 operator_sweeper_findings{rule="orphans",severity="info"} 0
@@ -92,18 +92,18 @@ func TestPushOverTLSWithBearerToken(t *testing.T) {
 	require.NoError(t, opts.Validate())
 	succeeded := newReport(time.Now(), opts)
 	require.False(t, succeeded.Failed())
-	require.NoError(t, pushMetrics(context.Background(), opts, succeeded, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, succeeded, nil))
 	assert.Equal(t, http.MethodPut, method, "a run without failures replaces its group")
 	assert.Equal(t, "Bearer t0ken", auth)
 
 	opts.PushgatewayCAFile = ""
-	err := pushMetrics(context.Background(), opts, succeeded, nil)
+	err := opts.pushMetrics(context.Background(), opts.Cluster, succeeded, nil)
 	require.Error(t, err, "without the CA, the certificate is not trusted")
 	assert.Contains(t, err.Error(), "certificate")
 
 	opts.PushgatewayInsecureSkipVerify = true
 	failed := testReport()
 	require.True(t, failed.Failed())
-	require.NoError(t, pushMetrics(context.Background(), opts, failed, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, failed, nil))
 	assert.Equal(t, http.MethodPost, method, "a failed run replaces only what it pushes")
 }

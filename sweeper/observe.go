@@ -20,8 +20,6 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
 // listTask is one paged list: a resource, in one namespace or across all of them.
 type listTask struct {
 	resource  rules.Resource
@@ -69,7 +67,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 
 	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
 	if filter.active() {
-		coverage.Partial = []schema.GroupResource{namespacesResource.GroupResource()} // filtered by name
+		coverage.Partial = []schema.GroupResource{rules.Namespaces.GroupResource()} // filtered by name
 	}
 	var objects []*rules.Object
 	var problems []ReportError
@@ -157,7 +155,7 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 
 func (e *Engine) namespaces(ctx context.Context) ([]string, error) {
 	var names []string
-	client := e.Clients.Metadata.Resource(namespacesResource)
+	client := e.Clients.Metadata.Resource(rules.Namespaces.GroupVersionResource)
 	err := newPager(client.List, e.Options.PageSize).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		names = append(names, obj.(*metav1.PartialObjectMetadata).Name)
 		return nil

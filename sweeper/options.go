@@ -5,19 +5,20 @@
 package sweeper
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -54,6 +55,35 @@ const (
 	ConfigKind       = "SweeperConfig"
 )
 
+// Flag names. A flag's config key is its name; messages name the flag with these.
+const (
+	FlagKubeconfig          = "kubeconfig"
+	FlagContext             = "context"
+	FlagConfig              = "config"
+	FlagCluster             = "cluster"
+	FlagDryRun              = "dry-run"
+	FlagOutput              = "output"
+	FlagReportFile          = "report-file"
+	FlagRules               = "rules"
+	FlagMaxActions          = "max-actions"
+	FlagQPS                 = "qps"
+	FlagBurst               = "burst"
+	FlagConcurrency         = "concurrency"
+	FlagPageSize            = "page-size"
+	FlagTimeout             = "timeout"
+	FlagIncludeResources    = "include-resources"
+	FlagExcludeResources    = "exclude-resources"
+	FlagIncludeNamespaces   = "include-namespaces"
+	FlagExcludeNamespaces   = "exclude-namespaces"
+	FlagProtectedNamespaces = "protected-namespaces"
+	FlagMinTerminatingAge   = "min-terminating-age"
+	FlagCatalogPodSlack     = "catalog-pod-slack"
+	FlagNodeNotReadyFor     = "node-not-ready-for"
+	FlagLogFormat           = "log-format"
+	FlagLogLevel            = "log-level"
+	FlagFailOnFindings      = "fail-on-findings"
+)
+
 // Options is everything one run needs. The config file uses the flag names as keys, so a flag
 // and its key always mean the same thing; flags override the file.
 type Options struct {
@@ -77,8 +107,8 @@ type Options struct {
 	// Rules enables and disables rules by name: "*" is every rule enabled by the config file,
 	// "foo" enables foo, "-foo" disables it. Without "*", only the named rules run.
 	Rules []string `json:"-"`
-	// RuleSettings holds each rule's settings from the config file.
-	RuleSettings RuleSettings `json:"rules,omitempty"`
+	// RuleConfigs are the rules' sections of the config file ("rules.<name>"), by rule name.
+	RuleConfigs map[string]rules.RuleConfig `json:"-"`
 	// Finalizers maps finalizers to the controllers that remove them; they come before the
 	// shipped defaults (rules.DefaultFinalizerOwners) and replace those of the same pattern.
 	Finalizers []rules.FinalizerOwner `json:"finalizers,omitempty"`
@@ -115,60 +145,8 @@ type Options struct {
 	// FailOnFindings makes a run with findings exit 3.
 	FailOnFindings bool `json:"fail-on-findings"`
 
-	// PushgatewayURL, if set, receives the run's metrics (env SWEEPER_PUSHGATEWAY_URL).
-	PushgatewayURL string `json:"pushgateway-url,omitempty"`
-	// PushgatewayTimeout bounds the push.
-	PushgatewayTimeout metav1.Duration `json:"pushgateway-timeout"`
-	// PushgatewayUsername and PushgatewayPasswordFile are basic-auth credentials.
-	PushgatewayUsername     string `json:"pushgateway-username,omitempty"`
-	PushgatewayPasswordFile string `json:"pushgateway-password-file,omitempty"`
-	// PushgatewayBearerTokenFile holds a bearer token, instead of basic auth.
-	PushgatewayBearerTokenFile string `json:"pushgateway-bearer-token-file,omitempty"`
-	// PushgatewayCAFile is the CA bundle that signs an HTTPS Pushgateway's certificate.
-	PushgatewayCAFile string `json:"pushgateway-ca-file,omitempty"`
-	// PushgatewayInsecureSkipVerify does not verify an HTTPS Pushgateway's certificate.
-	PushgatewayInsecureSkipVerify bool `json:"pushgateway-insecure-skip-verify"`
-	// PushGrouping adds key=value grouping labels to job and cluster.
-	PushGrouping []string `json:"push-grouping,omitempty"`
-	// RequirePush makes a failed push fail the run (exit 1); otherwise it is reported and logged.
-	RequirePush bool `json:"require-push"`
-}
-
-// RuleSettings is the "rules" section of the config file: one entry per rule.
-type RuleSettings struct {
-	OLMRBAC            OLMRBACSettings           `json:"olm-rbac"`
-	OrphanedFinalizers RuleToggle                `json:"orphaned-finalizers"`
-	InstallPlanOwners  RuleToggle                `json:"installplan-owners"`
-	CatalogPods        CatalogPodsSettings       `json:"catalog-pods"`
-	OperatorLeftovers  OperatorLeftoversSettings `json:"operator-leftovers"`
-	StuckTerminating   RuleToggle                `json:"stuck-terminating"`
-}
-
-// CatalogPodsSettings are the settings of rule catalog-pods.
-type CatalogPodsSettings struct {
-	RuleToggle `json:",inline"`
-	// Selector, a label selector, extends the rule to other bare pods on lost nodes.
-	Selector string `json:"selector,omitempty"`
-}
-
-// OperatorLeftoversSettings are the settings of rule operator-leftovers.
-type OperatorLeftoversSettings struct {
-	RuleToggle `json:",inline"`
-	// Delete lists the kinds whose leftovers are deleted; CustomResourceDefinition deletes user data.
-	Delete []string `json:"delete,omitempty"`
-}
-
-// OLMRBACSettings are the settings of rule olm-rbac.
-type OLMRBACSettings struct {
-	RuleToggle `json:",inline"`
-	// Delete opts in to deleting the RBAC of gone ClusterServiceVersions.
-	Delete bool `json:"delete,omitempty"`
-}
-
-// RuleToggle is the part of a rule's settings every rule has.
-type RuleToggle struct {
-	// Enabled turns the rule on or off; unset keeps the rule's default (on).
-	Enabled *bool `json:"enabled,omitempty"`
+	// PushOptions say where and how the run's metrics are pushed.
+	PushOptions `json:",inline"`
 }
 
 // DefaultOptions returns the options of a run without flags or config file.
@@ -189,18 +167,79 @@ func DefaultOptions() Options {
 		NodeNotReadyFor:     metav1.Duration{Duration: 5 * time.Minute},
 		LogFormat:           "text",
 		LogLevel:            "info",
-		PushgatewayTimeout:  metav1.Duration{Duration: 10 * time.Second},
+		PushOptions:         PushOptions{PushgatewayTimeout: metav1.Duration{Duration: 10 * time.Second}},
 	}
 }
 
+// AddFlags binds every option that has a flag to fs; the defaults shown are o's current values.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path to the kubeconfig file (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
+	fs.StringVar(&o.Context, FlagContext, o.Context, "The kubeconfig context to use (default: the current context).")
+	fs.StringVar(&o.ConfigFile, FlagConfig, o.ConfigFile, "YAML config file; its keys are these flag names, plus \"rules\". Flags override it.")
+	fs.StringVar(&o.Cluster, FlagCluster, o.Cluster, "Cluster name in the report (default: the kubeconfig context, or \"in-cluster\").")
+	fs.StringVar((*string)(&o.DryRun), FlagDryRun, string(o.DryRun), "client: plan and report, write nothing; server: send writes with dryRun=All; none: apply.")
+	fs.StringVarP((*string)(&o.Output), FlagOutput, "o", string(o.Output), "Report format: table, json, yaml or markdown.")
+	fs.StringVar(&o.ReportFile, FlagReportFile, o.ReportFile, "Also write the report as JSON to this file.")
+	fs.StringSliceVar(&o.Rules, FlagRules, o.Rules, "Rules to run: \"*\" is every enabled rule, \"foo\" enables foo, \"-foo\" disables foo.")
+	fs.IntVar(&o.MaxActions, FlagMaxActions, o.MaxActions, "At most this many actions per run; the rest are skipped (reason limit). 0: no cap.")
+	fs.Float32Var(&o.QPS, FlagQPS, o.QPS, "Queries per second to the API server.")
+	fs.IntVar(&o.Burst, FlagBurst, o.Burst, "Burst of queries to the API server.")
+	fs.IntVar(&o.Concurrency, FlagConcurrency, o.Concurrency, "Lists running in parallel.")
+	fs.Int64Var(&o.PageSize, FlagPageSize, o.PageSize, "Objects per list request (limit/continue paging).")
+	fs.DurationVar(&o.Timeout.Duration, FlagTimeout, o.Timeout.Duration, "Bound on the whole run; 0: none.")
+	fs.StringSliceVar(&o.IncludeResources, FlagIncludeResources, o.IncludeResources, "Only walk these resources: \"pods\" (any group), \"deployments.apps\", \"*.operators.coreos.com\".")
+	fs.StringSliceVar(&o.ExcludeResources, FlagExcludeResources, o.ExcludeResources, "Never walk these resources (same patterns as --include-resources).")
+	fs.StringSliceVar(&o.IncludeNamespaces, FlagIncludeNamespaces, o.IncludeNamespaces, "Only walk these namespaces (names or globs); cluster-scoped resources are still walked.")
+	fs.StringSliceVar(&o.ExcludeNamespaces, FlagExcludeNamespaces, o.ExcludeNamespaces, "Never walk these namespaces (names or globs).")
+	fs.StringSliceVar(&o.ProtectedNamespaces, FlagProtectedNamespaces, o.ProtectedNamespaces, "Report, but never act, in these namespaces (names or globs).")
+	fs.DurationVar(&o.MinTerminatingAge.Duration, FlagMinTerminatingAge, o.MinTerminatingAge.Duration, "How long an object must have been terminating to count as stuck.")
+	fs.DurationVar(&o.CatalogPodSlack.Duration, FlagCatalogPodSlack, o.CatalogPodSlack.Duration, "How long past its grace period a CatalogSource pod on a lost node must be before it is force-deleted.")
+	fs.DurationVar(&o.NodeNotReadyFor.Duration, FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration, "How long a node must have been not Ready for its CatalogSource pods to count as lost.")
+	fs.StringVar(&o.LogFormat, FlagLogFormat, o.LogFormat, "Log format on standard error: text or json.")
+	fs.StringVar(&o.LogLevel, FlagLogLevel, o.LogLevel, "Log level: debug, info, warn or error.")
+	fs.BoolVar(&o.FailOnFindings, FlagFailOnFindings, o.FailOnFindings, "Exit 3 when there are findings.")
+	o.PushOptions.AddFlags(fs)
+}
+
 // InputError is bad input from the user: a flag, the config file or the kubeconfig. Its message
-// is one line that names the problem; the CLI exits 2 on it.
+// names each problem on a line of its own; the CLI exits 2 on it.
 type InputError struct {
 	Err error
 }
 
-// Error returns the message on one line, whatever the libraries underneath put in it.
-func (e *InputError) Error() string { return strings.Join(strings.Fields(e.Err.Error()), " ") }
+// Error returns one line per problem, whatever the libraries underneath put in them.
+func (e *InputError) Error() string {
+	var lines []string
+	for _, p := range problems(e.Err) {
+		lines = append(lines, strings.Join(strings.Fields(p.Error()), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// problems are the errors joined in err (errors.Join), at any depth; err itself if it joins none.
+func problems(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var all []error
+	for _, e := range joined.Unwrap() {
+		all = append(all, problems(e)...)
+	}
+	return all
+}
+
+// prefixed puts prefix before each problem of err; nil stays nil.
+func prefixed(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range problems(err) {
+		errs = append(errs, fmt.Errorf("%s%w", prefix, p))
+	}
+	return errors.Join(errs...)
+}
 
 func (e *InputError) Unwrap() error { return e.Err }
 
@@ -208,11 +247,12 @@ func inputErrorf(format string, args ...any) error {
 	return &InputError{Err: fmt.Errorf(format, args...)}
 }
 
-// configFile is the schema of --config: the options, keyed by flag name, plus an optional
-// apiVersion and kind.
+// configFile is the schema of --config: the options, keyed by flag name, the rules' sections,
+// and an optional apiVersion and kind.
 type configFile struct {
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
+	APIVersion string                     `json:"apiVersion,omitempty"`
+	Kind       string                     `json:"kind,omitempty"`
+	Rules      map[string]json.RawMessage `json:"rules,omitempty"`
 	*Options   `json:",inline"`
 }
 
@@ -221,7 +261,7 @@ type configFile struct {
 func LoadConfigFile(file string, base Options) (Options, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return base, inputErrorf("--config: %w", err)
+		return base, inputErrorf("--%s: %w", FlagConfig, err)
 	}
 	// YAMLToJSONStrict refuses duplicate keys; sigs.k8s.io/json names unknown keys by their full
 	// path ("rules.stuck-terminating.enable"), as the API server does.
@@ -233,6 +273,9 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	strict, err := sigsjson.UnmarshalStrict(jsonData, &cfg)
 	if err == nil && len(strict) > 0 {
 		err = strict[0]
+	}
+	if err == nil {
+		err = decodeRuleConfigs(cfg.Rules, &base)
 	}
 	if err != nil {
 		return base, inputErrorf("config file %s: %s", file, strings.TrimPrefix(err.Error(), "json: "))
@@ -247,133 +290,121 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	return base, nil
 }
 
-// Validate checks the options and returns an InputError naming the first problem.
+// decodeRuleConfigs decodes the "rules" section: one entry per rule, each decoded by its
+// registration, strictly.
+func decodeRuleConfigs(sections map[string]json.RawMessage, o *Options) error {
+	for _, reg := range rules.Registry() {
+		section, ok := sections[reg.Name]
+		if !ok {
+			continue
+		}
+		delete(sections, reg.Name)
+		cfg, err := reg.DecodeConfig(section)
+		if err != nil {
+			return err
+		}
+		if o.RuleConfigs == nil {
+			o.RuleConfigs = map[string]rules.RuleConfig{}
+		}
+		o.RuleConfigs[reg.Name] = cfg
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		errs = append(errs, fmt.Errorf("unknown field %q: the rules are %s", "rules."+name, strings.Join(ruleNames(), ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the options and returns an InputError that names every problem, one line each.
 func (o Options) Validate() error {
-	switch o.DryRun {
-	case DryRunClient, DryRunServer, DryRunNone:
-	default:
-		return inputErrorf("--dry-run %q is invalid: use client, server or none", o.DryRun)
+	errs := o.validateValues()
+	errs = append(errs, o.validatePatterns()...)
+	if o.ReportFile != "" {
+		if info, err := os.Stat(filepath.Dir(o.ReportFile)); err != nil || !info.IsDir() {
+			errs = append(errs, fmt.Errorf("--%s %s: its directory does not exist", FlagReportFile, o.ReportFile))
+		}
 	}
-	switch o.Output {
-	case OutputTable, OutputJSON, OutputYAML, OutputMarkdown:
-	default:
-		return inputErrorf("--output %q is invalid: use table, json, yaml or markdown", o.Output)
+	errs = append(errs, o.PushOptions.Validate()...)
+	if _, err := o.RuleSet(); err != nil {
+		errs = append(errs, err)
 	}
-	switch {
-	case o.MaxActions < 0:
-		return inputErrorf("--max-actions %d is invalid: use 0 (no cap) or a positive number", o.MaxActions)
-	case o.QPS <= 0:
-		return inputErrorf("--qps %g is invalid: it must be positive", o.QPS)
-	case o.Burst < 1:
-		return inputErrorf("--burst %d is invalid: it must be at least 1", o.Burst)
-	case o.Concurrency < 1:
-		return inputErrorf("--concurrency %d is invalid: it must be at least 1", o.Concurrency)
-	case o.PageSize < 1:
-		return inputErrorf("--page-size %d is invalid: it must be at least 1", o.PageSize)
-	case o.Timeout.Duration < 0:
-		return inputErrorf("--timeout %s is invalid: use 0 (no timeout) or a positive duration", o.Timeout.Duration)
-	case o.MinTerminatingAge.Duration < 0:
-		return inputErrorf("--min-terminating-age %s is invalid: it must not be negative", o.MinTerminatingAge.Duration)
-	case o.CatalogPodSlack.Duration < 0:
-		return inputErrorf("--catalog-pod-slack %s is invalid: it must not be negative", o.CatalogPodSlack.Duration)
-	case o.NodeNotReadyFor.Duration < 0:
-		return inputErrorf("--node-not-ready-for %s is invalid: it must not be negative", o.NodeNotReadyFor.Duration)
+	if err := errors.Join(errs...); err != nil {
+		return &InputError{Err: err}
 	}
+	return nil
+}
+
+// validateValues checks the options that take one of a few words, or a number in a range.
+func (o Options) validateValues() []error {
+	var errs []error
+	invalid := func(flag string, value any, want string) {
+		errs = append(errs, fmt.Errorf("--%s %v is invalid: %s", flag, value, want))
+	}
+	if !slices.Contains([]DryRunMode{DryRunClient, DryRunServer, DryRunNone}, o.DryRun) {
+		invalid(FlagDryRun, fmt.Sprintf("%q", o.DryRun), "use client, server or none")
+	}
+	if !slices.Contains([]OutputFormat{OutputTable, OutputJSON, OutputYAML, OutputMarkdown}, o.Output) {
+		invalid(FlagOutput, fmt.Sprintf("%q", o.Output), "use table, json, yaml or markdown")
+	}
+	if !slices.Contains([]string{"text", "json"}, o.LogFormat) {
+		invalid(FlagLogFormat, fmt.Sprintf("%q", o.LogFormat), "use text or json")
+	}
+	if _, err := o.logLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MaxActions < 0 {
+		invalid(FlagMaxActions, o.MaxActions, "use 0 (no cap) or a positive number")
+	}
+	if o.QPS <= 0 {
+		invalid(FlagQPS, o.QPS, "it must be positive")
+	}
+	for _, n := range []struct {
+		flag  string
+		value int64
+	}{{FlagBurst, int64(o.Burst)}, {FlagConcurrency, int64(o.Concurrency)}, {FlagPageSize, o.PageSize}} {
+		if n.value < 1 {
+			invalid(n.flag, n.value, "it must be at least 1")
+		}
+	}
+	if o.Timeout.Duration < 0 {
+		invalid(FlagTimeout, o.Timeout.Duration, "use 0 (no timeout) or a positive duration")
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{FlagMinTerminatingAge, o.MinTerminatingAge.Duration}, {FlagCatalogPodSlack, o.CatalogPodSlack.Duration}, {FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration}} {
+		if d.value < 0 {
+			invalid(d.flag, d.value, "it must not be negative")
+		}
+	}
+	return errs
+}
+
+func (o Options) validatePatterns() []error {
+	var errs []error
 	for _, list := range []struct {
 		flag     string
 		patterns []string
 	}{
-		{"--include-resources", o.IncludeResources},
-		{"--exclude-resources", o.ExcludeResources},
-		{"--include-namespaces", o.IncludeNamespaces},
-		{"--exclude-namespaces", o.ExcludeNamespaces},
-		{"--protected-namespaces", o.ProtectedNamespaces},
+		{FlagIncludeResources, o.IncludeResources},
+		{FlagExcludeResources, o.ExcludeResources},
+		{FlagIncludeNamespaces, o.IncludeNamespaces},
+		{FlagExcludeNamespaces, o.ExcludeNamespaces},
+		{FlagProtectedNamespaces, o.ProtectedNamespaces},
 	} {
 		for _, p := range list.patterns {
 			if _, err := path.Match(p, ""); err != nil || p == "" {
-				return inputErrorf("%s: pattern %q is invalid: use a name or a glob such as \"*.operators.coreos.com\"", list.flag, p)
+				errs = append(errs, fmt.Errorf("--%s: pattern %q is invalid: use a name or a glob such as \"*.operators.coreos.com\"", list.flag, p))
 			}
 		}
 	}
-	switch o.LogFormat {
-	case "text", "json":
-	default:
-		return inputErrorf("--log-format %q is invalid: use text or json", o.LogFormat)
-	}
-	if _, err := o.logLevel(); err != nil {
-		return err
-	}
-	if o.ReportFile != "" {
-		if info, err := os.Stat(filepath.Dir(o.ReportFile)); err != nil || !info.IsDir() {
-			return inputErrorf("--report-file %s: its directory does not exist", o.ReportFile)
-		}
-	}
-	if err := o.validatePush(); err != nil {
-		return err
-	}
-	if err := rules.ValidateFinalizerOwners(o.Finalizers); err != nil {
-		return inputErrorf("config: %w", err)
-	}
-	if _, err := labels.Parse(o.RuleSettings.CatalogPods.Selector); err != nil {
-		return inputErrorf("config: rules.catalog-pods.selector %q: %w", o.RuleSettings.CatalogPods.Selector, err)
-	}
-	if err := rules.ValidateLeftoverKinds(o.RuleSettings.OperatorLeftovers.Delete); err != nil {
-		return inputErrorf("config: %w", err)
-	}
-	_, err := o.RuleSet()
-	return err
-}
-
-var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-
-func (o Options) validatePush() error {
-	if o.PushgatewayURL == "" {
-		if o.RequirePush {
-			return inputErrorf("--require-push needs --pushgateway-url (or SWEEPER_PUSHGATEWAY_URL)")
-		}
-		return nil
-	}
-	u, err := url.Parse(o.PushgatewayURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return inputErrorf("--pushgateway-url %q is invalid: use http(s)://host:port", o.PushgatewayURL)
-	}
-	if o.PushgatewayTimeout.Duration <= 0 {
-		return inputErrorf("--pushgateway-timeout %s is invalid: it must be positive", o.PushgatewayTimeout.Duration)
-	}
-	if (o.PushgatewayUsername == "") != (o.PushgatewayPasswordFile == "") {
-		return inputErrorf("--pushgateway-username and --pushgateway-password-file go together")
-	}
-	if o.PushgatewayUsername != "" && o.PushgatewayBearerTokenFile != "" {
-		return inputErrorf("use either basic auth (--pushgateway-username) or --pushgateway-bearer-token-file, not both")
-	}
-	for _, f := range []struct{ flag, file string }{
-		{"--pushgateway-password-file", o.PushgatewayPasswordFile},
-		{"--pushgateway-bearer-token-file", o.PushgatewayBearerTokenFile},
-		{"--pushgateway-ca-file", o.PushgatewayCAFile},
-	} {
-		if f.file == "" {
-			continue
-		}
-		if _, err := os.Stat(f.file); err != nil {
-			return inputErrorf("%s: %w", f.flag, err)
-		}
-	}
-	for _, kv := range o.PushGrouping {
-		key, value, ok := strings.Cut(kv, "=")
-		switch {
-		case !ok || value == "" || !labelName.MatchString(key):
-			return inputErrorf("--push-grouping %q is invalid: use label=value", kv)
-		case key == "job" || key == "cluster":
-			return inputErrorf("--push-grouping %q: %s is set already (use --cluster)", kv, key)
-		}
-	}
-	return nil
+	return errs
 }
 
 func (o Options) logLevel() (slog.Level, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
-		return level, inputErrorf("--log-level %q is invalid: use debug, info, warn or error", o.LogLevel)
+		return level, fmt.Errorf("--%s %q is invalid: use debug, info, warn or error", FlagLogLevel, o.LogLevel)
 	}
 	return level, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -96,8 +97,7 @@ rules:
 	assert.Equal(t, 7, opts.MaxActions)
 	assert.Equal(t, time.Hour, opts.MinTerminatingAge.Duration)
 	assert.Equal(t, []string{"kube-*", "openshift-*"}, opts.ExcludeNamespaces)
-	require.NotNil(t, opts.RuleSettings.StuckTerminating.Enabled)
-	assert.False(t, *opts.RuleSettings.StuckTerminating.Enabled)
+	assert.Equal(t, map[string]rules.RuleConfig{"stuck-terminating": {Enabled: ptr.To(false)}}, opts.RuleConfigs)
 	assert.Equal(t, file, opts.ConfigFile)
 	// What the file does not set keeps its default.
 	assert.Equal(t, int64(500), opts.PageSize)
@@ -161,7 +161,7 @@ func TestRuleSet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := DefaultOptions()
 			opts.Rules = tt.rules
-			opts.RuleSettings.StuckTerminating.Enabled = tt.enabled
+			opts.RuleConfigs = map[string]rules.RuleConfig{"stuck-terminating": {Enabled: tt.enabled}}
 			set, err := opts.RuleSet()
 			require.NoError(t, err)
 			var names []string
@@ -176,9 +176,11 @@ func TestRuleSet(t *testing.T) {
 func TestRulesGetTheirSettings(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MinTerminatingAge.Duration = 42 * time.Minute
-	opts.RuleSettings.OLMRBAC.Delete = true
-	opts.RuleSettings.CatalogPods.Selector = "app=registry"
-	opts.RuleSettings.OperatorLeftovers.Delete = []string{"InstallPlan"}
+	opts.RuleConfigs = map[string]rules.RuleConfig{
+		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
+		"catalog-pods":       {Args: &rules.CatalogPodsArgs{Selector: "app=registry"}},
+		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}},
+	}
 	opts.CatalogPodSlack.Duration = 2 * time.Minute
 	opts.NodeNotReadyFor.Duration = 7 * time.Minute
 	custom := rules.FinalizerOwner{Pattern: "operators.coreos.com/*", Controllers: []rules.Controller{{Kind: "Deployment", Name: "my-olm"}}}
@@ -187,15 +189,21 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, set, 6)
 
-	owners := rules.MergeFinalizerOwners([]rules.FinalizerOwner{custom}, rules.DefaultFinalizerOwners())
-	assert.Equal(t, owners[0], custom, "configured mappings come first")
-	assert.Len(t, owners, len(rules.DefaultFinalizerOwners()), "and replace the default of the same pattern")
-	assert.Equal(t, rules.OLMRBAC{Owners: owners, Delete: true}, set[0])
-	assert.Equal(t, rules.OrphanedFinalizers{MinAge: 42 * time.Minute, Owners: owners}, set[1])
-	assert.Equal(t, rules.InstallPlanOwners{}, set[2])
-	assert.Equal(t, rules.CatalogPods{Slack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute, Selector: "app=registry"}, set[3])
-	assert.Equal(t, rules.OperatorLeftovers{Delete: []string{"InstallPlan"}}, set[4])
-	assert.Equal(t, rules.StuckTerminating{MinAge: 42 * time.Minute}, set[5])
+	mappings, err := rules.NewFinalizerMappings([]rules.FinalizerOwner{custom})
+	require.NoError(t, err)
+	settings := rules.Settings{MinTerminatingAge: 42 * time.Minute, CatalogPodSlack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute, Finalizers: mappings}
+	must := func(rule rules.Rule, err error) rules.Rule {
+		require.NoError(t, err)
+		return rule
+	}
+	assert.Equal(t, []rules.Rule{
+		must(rules.NewOLMRBAC(rules.OLMRBACArgs{Delete: true}, settings)),
+		must(rules.NewOrphanedFinalizers(rules.OrphanedFinalizersArgs{}, settings)),
+		must(rules.NewInstallPlanOwners(rules.InstallPlanOwnersArgs{}, settings)),
+		must(rules.NewCatalogPods(rules.CatalogPodsArgs{Selector: "app=registry"}, settings)),
+		must(rules.NewOperatorLeftovers(rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}, settings)),
+		must(rules.NewStuckTerminating(rules.StuckTerminatingArgs{}, settings)),
+	}, set)
 }
 
 func TestConfigFileFinalizerMappings(t *testing.T) {
@@ -215,8 +223,7 @@ rules:
 		{Kind: "Deployment", Namespace: "acme", Selector: "app in (acme-operator)"},
 		{Kind: "StatefulSet", Name: "acme"},
 	}}}, opts.Finalizers)
-	assert.True(t, opts.RuleSettings.OLMRBAC.Delete)
-	assert.Nil(t, opts.RuleSettings.OLMRBAC.Enabled)
+	assert.Equal(t, map[string]rules.RuleConfig{"olm-rbac": {Args: &rules.OLMRBACArgs{Delete: true}}}, opts.RuleConfigs)
 }
 
 func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {

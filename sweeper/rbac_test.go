@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 func TestPolicyRules(t *testing.T) {
@@ -27,8 +29,10 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}, policy, "no opt-in: olm-rbac and operator-leftovers delete nothing")
 
-	opts.RuleSettings.OLMRBAC.Delete = true
-	opts.RuleSettings.OperatorLeftovers.Delete = []string{"InstallPlan"}
+	opts.RuleConfigs = map[string]rules.RuleConfig{
+		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
+		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}},
+	}
 	opts.Rules = []string{"olm-rbac", "operator-leftovers"}
 	opts.DryRun = DryRunServer
 	policy, err = opts.PolicyRules()

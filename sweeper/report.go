@@ -30,6 +30,7 @@ const (
 	StageInventory = "inventory"
 	StageObserve   = "observe"
 	StagePlan      = "plan"
+	StagePush      = "push"
 )
 
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
@@ -76,7 +77,11 @@ type FindingResult struct {
 	Evidence []string       `json:"evidence"`
 	Action   *ActionSummary `json:"action,omitempty"`
 	Outcome  Outcome        `json:"outcome,omitempty"`
-	// Error says why the action failed, or why it was skipped ("limit: …", "protected-namespace: …").
+	// SkipReason says, as a word, why a skipped action was skipped (limit, opt-in, …).
+	SkipReason Reason `json:"skipReason,omitempty"`
+	// FailReason says, as a word, why a failed action failed (api-error, conflict, …).
+	FailReason Reason `json:"failReason,omitempty"`
+	// Error says it for a human: the error of a failed action, or what the skip reason is about.
 	Error string `json:"error,omitempty"`
 }
 
@@ -98,12 +103,18 @@ type ActionSummary struct {
 	GracePeriodSeconds    *int64                  `json:"gracePeriodSeconds,omitempty"`
 }
 
-// ReportError is a problem that kept part of the run from being done. Resource is empty when the
-// whole stage failed.
+// ReportError is a problem that kept part of the run from being done.
 type ReportError struct {
-	Stage    string `json:"stage"`
+	// Stage is where it happened: inventory, observe, plan or push.
+	Stage string `json:"stage"`
+	// Rule is the rule that failed, for a problem of one rule.
+	Rule string `json:"rule,omitempty"`
+	// Resource is what could not be read: an API group version (inventory) or a list (observe).
 	Resource string `json:"resource,omitempty"`
 	Message  string `json:"message"`
+	// Fatal says the problem fails the run (exit 1): a whole stage failed, or a push that
+	// --require-push requires.
+	Fatal bool `json:"fatal,omitempty"`
 }
 
 func newReport(start time.Time, opts Options) *Report {
@@ -150,7 +161,7 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 		}
 		fr.Action = summarizeAction(action)
 		fr.Outcome = res.Outcome
-		fr.Error = res.Message
+		fr.Error = res.Detail
 		switch res.Outcome {
 		case OutcomePlanned, OutcomeDryRun:
 			r.Summary.Planned++
@@ -158,8 +169,10 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 			r.Summary.Applied++
 		case OutcomeFailed:
 			r.Summary.Failed++
+			fr.FailReason = res.Reason
 		case OutcomeSkipped:
 			r.Summary.Skipped++
+			fr.SkipReason = res.Reason
 		}
 	}
 	r.Findings = append(r.Findings, fr)
@@ -179,25 +192,19 @@ func summarizeAction(action rules.Action) *ActionSummary {
 	return s
 }
 
-// Failed reports whether a stage failed as a whole or an action failed. A failed push does not
-// count: it fails the run only with --require-push.
+// Failed reports whether an action failed or a problem is fatal.
 func (r *Report) Failed() bool {
-	if r.Summary.Failed > 0 {
-		return true
-	}
-	for _, e := range r.Errors {
-		if e.Resource == "" && e.Stage != StagePush {
-			return true
-		}
-	}
-	return false
+	return r.Summary.Failed > 0 || slices.ContainsFunc(r.Errors, func(e ReportError) bool { return e.Fatal })
 }
 
 // failure describes in one line why the run counts as failed.
 func (r *Report) failure() string {
 	var parts []string
 	for _, e := range r.Errors {
-		if e.Resource == "" {
+		switch {
+		case e.Fatal && e.Stage == StagePush:
+			parts = append(parts, fmt.Sprintf("%s (--%s)", e.Message, FlagRequirePush))
+		case e.Fatal:
 			parts = append(parts, e.Stage+": "+e.Message)
 		}
 	}
@@ -259,9 +266,9 @@ func (r *Report) printTable(w io.Writer) error {
 		}
 	}
 	if len(r.Errors) > 0 {
-		fmt.Fprintln(tw, "\nSTAGE\tRESOURCE\tERROR")
+		fmt.Fprintln(tw, "\nSTAGE\tRULE\tRESOURCE\tERROR")
 		for _, e := range r.Errors {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Stage, dash(e.Resource), e.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.stage(), dash(e.Rule), dash(e.Resource), e.Message)
 		}
 	}
 	fmt.Fprintf(tw, "\n%s\n", r.summaryLine())
@@ -291,9 +298,9 @@ func (r *Report) printMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Errors) > 0 {
-		b.WriteString("\n## Errors\n\n| stage | resource | error |\n|---|---|---|\n")
+		b.WriteString("\n## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n")
 		for _, e := range r.Errors {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", e.Stage, md(dash(e.Resource)), md(e.Message))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.stage(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -318,12 +325,19 @@ func (f FindingResult) outcome() string {
 	switch {
 	case f.Outcome == "":
 		return "-"
-	case f.Error != "" && f.Outcome == OutcomeSkipped:
-		reason, _, _ := strings.Cut(f.Error, ":")
-		return string(f.Outcome) + " (" + reason + ")"
+	case f.SkipReason != "":
+		return string(f.Outcome) + " (" + string(f.SkipReason) + ")"
 	default:
 		return string(f.Outcome)
 	}
+}
+
+// stage names the stage, and says when the problem failed the run.
+func (e ReportError) stage() string {
+	if e.Fatal {
+		return e.Stage + " (fatal)"
+	}
+	return e.Stage
 }
 
 func dash(s string) string {

@@ -25,19 +25,20 @@ func testReport() *Report {
 	opts.Version, opts.Cluster = "v1.2.3", "prod"
 	r := newReport(start, opts)
 	r.Summary.Resources, r.Summary.Scanned = 3, 42
-	cm := rules.ObjectRef{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "shop", Name: "a|b", UID: "u1"}
+	cm := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: "shop", Name: "a|b", UID: "u1"}
 	logging := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"}, Kind: "Logging", Name: "all", UID: "u2"}
 	grace := int64(0)
 	r.addFinding(rules.Finding{Rule: "stuck-terminating", Severity: rules.SeverityInfo, Object: cm, Reason: "terminating for 1h", Evidence: []string{"finalizers: x"}}, Result{})
 	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: logging, Reason: "operator gone",
 		Action: rules.RemoveFinalizers{Finalizers: []string{"x"}}}, Result{Outcome: OutcomeApplied})
 	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "pod lost",
-		Action: rules.Delete{GracePeriodSeconds: &grace}}, Result{Outcome: OutcomeSkipped, Message: "limit: --max-actions=1 reached"})
+		Action: rules.Delete{GracePeriodSeconds: &grace}}, skipped(ReasonLimit, "--max-actions=1 reached"))
 	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "owner",
-		Action: rules.SetOwnerReferences{Remove: []types.UID{"old"}}}, Result{Outcome: OutcomeFailed, Message: "forbidden"})
+		Action: rules.SetOwnerReferences{Remove: []types.UID{"old"}}}, failed(ReasonAPIError, "forbidden"))
 	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "dry",
 		Action: rules.RemoveFinalizers{Finalizers: []string{"y"}}}, Result{Outcome: OutcomeDryRun})
-	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"})
+	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"},
+		ReportError{Stage: StagePlan, Rule: "orphans", Message: "rule panicked: boom", Fatal: true})
 	r.Metadata.EndTime.Time = start.Add(1500 * time.Millisecond)
 	return r
 }
@@ -50,9 +51,13 @@ func TestReportSummary(t *testing.T) {
 	r = newReport(time.Now(), DefaultOptions())
 	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"})
 	assert.False(t, r.Failed(), "a resource that could not be listed is a warning")
-	r.Errors = append(r.Errors, ReportError{Stage: StageInventory, Message: "unreachable"})
+	r.Errors = append(r.Errors, ReportError{Stage: StagePush, Message: "refused"})
+	assert.False(t, r.Failed(), "a failed push is a warning, unless required")
+	r.Errors = append(r.Errors, ReportError{Stage: StageInventory, Message: "unreachable", Fatal: true})
 	assert.True(t, r.Failed(), "a failed stage fails the run")
 	assert.Equal(t, "inventory: unreachable", r.failure())
+	r.Errors = append(r.Errors, ReportError{Stage: StagePush, Message: "refused", Fatal: true})
+	assert.Equal(t, "inventory: unreachable; refused (--require-push)", r.failure())
 }
 
 func keys(t *testing.T, raw json.RawMessage) []string {
@@ -78,12 +83,18 @@ func TestReportJSONShape(t *testing.T) {
 	require.NoError(t, json.Unmarshal(doc["findings"], &findings))
 	require.Len(t, findings, 5)
 	assert.Equal(t, []string{"evidence", "object", "reason", "rule", "severity"}, keys(t, findings[0]), "a report-only finding has no action")
-	assert.Equal(t, []string{"action", "error", "evidence", "object", "outcome", "reason", "rule", "severity"}, keys(t, findings[2]))
+	assert.Equal(t, []string{"action", "error", "evidence", "object", "outcome", "reason", "rule", "severity", "skipReason"}, keys(t, findings[2]))
+	assert.Equal(t, []string{"action", "error", "evidence", "failReason", "object", "outcome", "reason", "rule", "severity"}, keys(t, findings[3]))
+	assert.Equal(t, []string{"action", "evidence", "object", "outcome", "reason", "rule", "severity"}, keys(t, findings[1]), "an applied action has no reason")
 	var f struct {
-		Object json.RawMessage `json:"object"`
-		Action json.RawMessage `json:"action"`
+		Object     json.RawMessage `json:"object"`
+		Action     json.RawMessage `json:"action"`
+		SkipReason json.RawMessage `json:"skipReason"`
+		Error      json.RawMessage `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal(findings[2], &f))
+	assert.JSONEq(t, `"limit"`, string(f.SkipReason))
+	assert.JSONEq(t, `"--max-actions=1 reached"`, string(f.Error))
 	assert.Equal(t, []string{"apiVersion", "kind", "name", "namespace", "uid"}, keys(t, f.Object))
 	assert.JSONEq(t, `{"type":"Delete","gracePeriodSeconds":0}`, string(f.Action))
 	require.NoError(t, json.Unmarshal(findings[1], &f))
@@ -92,6 +103,7 @@ func TestReportJSONShape(t *testing.T) {
 	var errs []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc["errors"], &errs))
 	assert.Equal(t, []string{"message", "resource", "stage"}, keys(t, errs[0]))
+	assert.Equal(t, []string{"fatal", "message", "rule", "stage"}, keys(t, errs[1]))
 
 	var empty bytes.Buffer
 	require.NoError(t, newReport(time.Now(), DefaultOptions()).Print(&empty, OutputJSON))
@@ -122,10 +134,11 @@ orphans             ConfigMap   shop/a|b         Delete               skipped (l
 orphans             ConfigMap   shop/a|b         SetOwnerReferences   failed            owner
 orphans             ConfigMap   shop/a|b         RemoveFinalizers     dry-run           dry
 
-STAGE     RESOURCE   ERROR
-observe   pods       forbidden
+STAGE          RULE      RESOURCE   ERROR
+observe        -         pods       forbidden
+plan (fatal)   orphans   -          rule panicked: boom
 
-5 findings (1 planned, 1 applied, 1 failed, 1 skipped) in 42 objects of 3 resource types; 1 errors; cluster prod, mode client, 1.5s.
+5 findings (1 planned, 1 applied, 1 failed, 1 skipped) in 42 objects of 3 resource types; 2 errors; cluster prod, mode client, 1.5s.
 `, out.String())
 
 	out.Reset()
@@ -140,7 +153,7 @@ func TestReportMarkdown(t *testing.T) {
 	assert.Contains(t, md, "# Sweep report\n")
 	assert.Contains(t, md, "| stuck-terminating | info | ConfigMap shop/a\\|b | - | - | terminating for 1h | finalizers: x |", "cells are escaped")
 	assert.Contains(t, md, "| orphans | warning | ConfigMap shop/a\\|b | Delete | skipped (limit) | pod lost |  |")
-	assert.Contains(t, md, "## Errors\n\n| stage | resource | error |\n|---|---|---|\n| observe | pods | forbidden |")
+	assert.Contains(t, md, "## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n| observe | - | pods | forbidden |\n| plan (fatal) | orphans | - | rule panicked: boom |")
 	assert.Contains(t, md, "| 2026-11-23T12:00:00Z | 2026-11-23T12:00:01Z | v1.2.3 |")
 }
 

@@ -1,35 +1,66 @@
 package sweeper
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// RuleSet returns the rules this run uses, in the order their actions are applied: a rule whose
-// actions must come first (RBAC before the finalizer that stood for it) comes first.
-func (o Options) RuleSet() ([]rules.Rule, error) {
-	owners := rules.MergeFinalizerOwners(o.Finalizers, rules.DefaultFinalizerOwners())
-	settings := o.RuleSettings
-	builtin := []struct {
-		rule   rules.Rule
-		toggle RuleToggle
-	}{
-		{rules.OLMRBAC{Owners: owners, Delete: settings.OLMRBAC.Delete}, settings.OLMRBAC.RuleToggle},
-		{rules.OrphanedFinalizers{MinAge: o.MinTerminatingAge.Duration, Owners: owners}, settings.OrphanedFinalizers},
-		{rules.InstallPlanOwners{}, settings.InstallPlanOwners},
-		{rules.CatalogPods{Slack: o.CatalogPodSlack.Duration, NodeNotReadyFor: o.NodeNotReadyFor.Duration, Selector: settings.CatalogPods.Selector}, settings.CatalogPods.RuleToggle},
-		{rules.OperatorLeftovers{Delete: settings.OperatorLeftovers.Delete}, settings.OperatorLeftovers.RuleToggle},
-		{rules.StuckTerminating{MinAge: o.MinTerminatingAge.Duration}, settings.StuckTerminating},
+// ruleNames are the names of every rule, in apply order.
+func ruleNames() []string {
+	var names []string
+	for _, reg := range rules.Registry() {
+		names = append(names, reg.Name)
 	}
+	return names
+}
 
-	names := make([]string, 0, len(builtin))
-	for _, b := range builtin {
-		names = append(names, b.rule.Name())
+// settings are what the options say to every rule.
+func (o Options) settings() (rules.Settings, error) {
+	mappings, err := rules.NewFinalizerMappings(o.Finalizers)
+	if err != nil {
+		return rules.Settings{}, prefixed("config: ", err)
 	}
-	// "*" keeps every rule the config file enables; so does a list of only negations ("-foo"),
-	// which would otherwise mean no rule at all.
+	return rules.Settings{
+		MinTerminatingAge: o.MinTerminatingAge.Duration,
+		CatalogPodSlack:   o.CatalogPodSlack.Duration,
+		NodeNotReadyFor:   o.NodeNotReadyFor.Duration,
+		Finalizers:        mappings,
+	}, nil
+}
+
+// RuleSet returns the rules this run uses, built from their config, in the registry's order,
+// which is the order their actions are applied. The error names every problem.
+func (o Options) RuleSet() ([]rules.Rule, error) {
+	enabled, err := o.enabledRules()
+	settings, serr := o.settings()
+	if err := errors.Join(err, serr); err != nil {
+		return nil, err
+	}
+	var set []rules.Rule
+	var errs []error
+	for _, reg := range rules.Registry() {
+		if !enabled[reg.Name] {
+			continue
+		}
+		rule, err := reg.New(o.RuleConfigs[reg.Name].Args, settings)
+		if err != nil {
+			errs = append(errs, prefixed("config: ", err))
+			continue
+		}
+		set = append(set, rule)
+	}
+	return set, errors.Join(errs...)
+}
+
+// enabledRules applies --rules to what the config file enables: "*" keeps every rule the config
+// file enables; so does a list of only negations ("-foo"), which would otherwise mean no rule at
+// all; a name enables or disables that rule whatever the file says.
+func (o Options) enabledRules() (map[string]bool, error) {
+	names := ruleNames()
 	star, positive := false, false
 	chosen := map[string]bool{}
 	for _, item := range o.Rules {
@@ -40,22 +71,19 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 		}
 		name, disable := strings.CutPrefix(item, "-")
 		if !slices.Contains(names, name) {
-			return nil, inputErrorf("--rules: unknown rule %q; the rules are %s", name, strings.Join(names, ", "))
+			return nil, fmt.Errorf("--%s: unknown rule %q; the rules are %s", FlagRules, name, strings.Join(names, ", "))
 		}
 		chosen[name] = !disable
 		positive = positive || !disable
 	}
-	all := star || !positive
-
-	var set []rules.Rule
-	for _, b := range builtin {
-		enabled := all && (b.toggle.Enabled == nil || *b.toggle.Enabled)
-		if v, ok := chosen[b.rule.Name()]; ok {
-			enabled = v
+	enabled := make(map[string]bool, len(names))
+	for _, name := range names {
+		on, ok := chosen[name]
+		if !ok {
+			toggle := o.RuleConfigs[name].Enabled
+			on = (star || !positive) && (toggle == nil || *toggle)
 		}
-		if enabled {
-			set = append(set, b.rule)
-		}
+		enabled[name] = on
 	}
-	return set, nil
+	return enabled, nil
 }

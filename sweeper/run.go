@@ -47,7 +47,6 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	if opts.Cluster == "" {
 		opts.Cluster = cluster
 	}
-	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
 	runCtx := ctx
 	if opts.Timeout.Duration > 0 {
 		var cancel context.CancelFunc
@@ -67,35 +66,39 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 		engine.Progress = f
 	}
 	report := engine.Run(runCtx)
-	var pushErr error
-	if opts.PushgatewayURL != "" {
-		if pushErr = pushMetrics(ctx, opts, report, ruleNames(ruleSet)); pushErr != nil {
-			logger.ErrorContext(ctx, "metrics not pushed", "error", pushErr)
-			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: pushErr.Error()})
+	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
+	return opts.finish(ctx, report, enabledNames(ruleSet), streams.Out, logger)
+}
+
+// finish pushes the metrics, prints the report and writes the report file, and says how the run
+// ended.
+func (o Options) finish(ctx context.Context, report *Report, ruleNames []string, out io.Writer, logger *slog.Logger) error {
+	if o.PushgatewayURL != "" {
+		if err := o.pushMetrics(ctx, o.Cluster, report, ruleNames); err != nil {
+			logger.ErrorContext(ctx, "metrics not pushed", "error", err)
+			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: err.Error(), Fatal: o.RequirePush})
 		} else {
-			logger.InfoContext(ctx, "metrics pushed", "pushgateway", opts.PushgatewayURL, "job", PushJob, "cluster", opts.Cluster)
+			logger.InfoContext(ctx, "metrics pushed", "pushgateway", o.PushgatewayURL, "job", PushJob, "cluster", o.Cluster)
 		}
 	}
-	if err := report.Print(streams.Out, opts.Output); err != nil {
+	if err := report.Print(out, o.Output); err != nil {
 		return fmt.Errorf("print the report: %w", err)
 	}
-	if opts.ReportFile != "" {
-		if err := report.writeFile(opts.ReportFile); err != nil {
-			return fmt.Errorf("write --report-file %s: %w", opts.ReportFile, err)
+	if o.ReportFile != "" {
+		if err := report.writeFile(o.ReportFile); err != nil {
+			return fmt.Errorf("write --%s %s: %w", FlagReportFile, o.ReportFile, err)
 		}
 	}
 	switch {
 	case report.Failed():
 		return fmt.Errorf("%w: %s", ErrIncomplete, report.failure())
-	case opts.RequirePush && pushErr != nil:
-		return fmt.Errorf("%w: %v (--require-push)", ErrIncomplete, pushErr)
-	case opts.FailOnFindings && report.Summary.Findings > 0:
-		return fmt.Errorf("%w: %d findings (--fail-on-findings)", ErrFindings, report.Summary.Findings)
+	case o.FailOnFindings && report.Summary.Findings > 0:
+		return fmt.Errorf("%w: %d findings (--%s)", ErrFindings, report.Summary.Findings, FlagFailOnFindings)
 	}
 	return nil
 }
 
-func ruleNames(ruleSet []rules.Rule) []string {
+func enabledNames(ruleSet []rules.Rule) []string {
 	names := make([]string, 0, len(ruleSet))
 	for _, r := range ruleSet {
 		names = append(names, r.Name())
@@ -140,7 +143,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	inv, err := e.inventory(ctx)
 	report.Errors = append(report.Errors, inv.problems...)
 	for _, p := range inv.problems {
-		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "group", p.Resource, "error", p.Message)
+		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "groupVersion", p.Resource, "error", p.Message)
 	}
 	if err != nil {
 		return e.stageFailed(ctx, report, StageInventory, err)
@@ -221,7 +224,7 @@ func (e *Engine) contentPlans() map[schema.GroupResource]contentPlan {
 
 func (e *Engine) stageFailed(ctx context.Context, report *Report, stage string, err error) *Report {
 	e.Logger.ErrorContext(ctx, "stage failed", "stage", stage, "error", err)
-	report.Errors = append(report.Errors, ReportError{Stage: stage, Message: err.Error()})
+	report.Errors = append(report.Errors, ReportError{Stage: stage, Message: err.Error(), Fatal: true})
 	return report
 }
 
@@ -234,7 +237,7 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 		findings, err := planSafely(ctx, rule, view)
 		if err != nil {
 			e.Logger.ErrorContext(ctx, "rule failed", "rule", rule.Name(), "error", err)
-			report.Errors = append(report.Errors, ReportError{Stage: StagePlan, Resource: rule.Name(), Message: err.Error()})
+			report.Errors = append(report.Errors, ReportError{Stage: StagePlan, Rule: rule.Name(), Message: err.Error()})
 			continue
 		}
 		for _, f := range findings {
@@ -271,18 +274,18 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken := 0
 	for _, f := range planned {
+		namespace := namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)
 		var res Result
 		switch {
 		case f.Action == nil:
 		case f.OptIn != "":
-			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("opt-in: set %s to act", f.OptIn)}
-		case protected.match(namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)):
-			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("protected-namespace: %s is in --protected-namespaces",
-				namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name))}
+			res = skipped(ReasonOptIn, "set %s to act", f.OptIn)
+		case protected.match(namespace):
+			res = skipped(ReasonProtectedNamespace, "%s is in --%s", namespace, FlagProtectedNamespaces)
 		case pending(f.DependsOn, done) != nil:
-			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("dependency: %s was not acted on first", pending(f.DependsOn, done))}
+			res = skipped(ReasonDependency, "%s was not acted on first", pending(f.DependsOn, done))
 		case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
-			res = Result{Outcome: OutcomeSkipped, Message: fmt.Sprintf("limit: --max-actions=%d reached", e.Options.MaxActions)}
+			res = skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions)
 		default:
 			taken++
 			res = applier.Apply(ctx, f.rule, view, f.Finding)
@@ -291,7 +294,8 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []
 				level = slog.LevelError
 			}
 			e.Logger.Log(ctx, level, "action", "rule", f.Rule, "gvr", f.Object.Resource.GroupResource().String(),
-				"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome, "error", res.Message)
+				"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome,
+				"reason", res.Reason, "detail", res.Detail)
 		}
 		switch res.Outcome {
 		case OutcomePlanned, OutcomeDryRun, OutcomeApplied:
@@ -313,7 +317,7 @@ func pending(dependencies []rules.ObjectRef, done map[types.UID]bool) *rules.Obj
 
 // namespaceOf is the namespace an object belongs to; a Namespace belongs to itself.
 func namespaceOf(resource schema.GroupVersionResource, namespace, name string) string {
-	if resource == namespacesResource {
+	if resource.GroupResource() == rules.Namespaces.GroupResource() {
 		return name
 	}
 	return namespace

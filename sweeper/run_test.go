@@ -18,9 +18,7 @@ func (reader) Plan(context.Context, *rules.View) []rules.Finding { return nil }
 func (r reader) ReadsContent() []rules.ContentRequest            { return r }
 
 func TestContentPlans(t *testing.T) {
-	pods := schema.GroupResource{Resource: "pods"}
-	nodes := schema.GroupResource{Resource: "nodes"}
-	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	pods, nodes, deployments := rules.Pods.GroupResource(), rules.Nodes.GroupResource(), rules.Deployments.GroupResource()
 	e := &Engine{Rules: []rules.Rule{
 		rules.StuckTerminating{}, // reads no content
 		reader{

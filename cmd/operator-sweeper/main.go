@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "operator-sweeper %s (commit %s)\n", version, commit)
 		return exitOK
 	case err != nil:
-		fmt.Fprintln(stderr, "error:", oneLine(err))
+		printError(stderr, err)
 		return exitInput
 	}
 	opts.Version = version
@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "error:", oneLine(err))
+	printError(stderr, err)
 	var input *sweeper.InputError
 	switch {
 	case errors.As(err, &input):
@@ -70,7 +70,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// oneLine keeps an error message on one line, whatever a library put in it.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+// printError prints an input error one problem a line, and any other error on one line, whatever
+// a library put in it.
+func printError(w io.Writer, err error) {
+	lines := []string{strings.Join(strings.Fields(err.Error()), " ")}
+	if input := (*sweeper.InputError)(nil); errors.As(err, &input) {
+		lines = strings.Split(input.Error(), "\n")
+	}
+	for _, line := range lines {
+		fmt.Fprintln(w, "error:", line)
+	}
 }

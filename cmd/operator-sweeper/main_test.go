@@ -81,6 +81,30 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	}
 }
 
+// TestEveryProblemIsReported: bad input names every problem at once, one line each.
+func TestEveryProblemIsReported(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	config := writeFile(t, "c.yaml", "rules:\n  catalog-pods: {selector: 'a b'}\n  operator-leftovers: {delete: [Pod]}\n")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--config", config, "--output=xml", "--qps=0", "--rules=*,-nope"}, &stdout, &stderr)
+	assert.Equal(t, exitInput, code)
+	assert.Empty(t, stdout.String())
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	require.Len(t, lines, 3, "stderr: %q", stderr.String())
+	assert.Equal(t, `error: --output "xml" is invalid: use table, json, yaml or markdown`, lines[0])
+	assert.Equal(t, "error: --qps 0 is invalid: it must be positive", lines[1])
+	assert.True(t, strings.HasPrefix(lines[2], `error: --rules: unknown rule "nope"`), lines[2])
+
+	stderr.Reset()
+	code = run(context.Background(), []string{"--config", config}, &stdout, &stderr)
+	assert.Equal(t, exitInput, code)
+	lines = strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	require.Len(t, lines, 2, "stderr: %q", stderr.String())
+	assert.True(t, strings.HasPrefix(lines[0], `error: config: rules.catalog-pods.selector "a b": `), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], `error: config: rules.operator-leftovers.delete[0] "Pod" is not a kind OLM lists as a component`), lines[1])
+}
+
 func TestVersionAndHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, exitOK, run(context.Background(), []string{"--version"}, &stdout, &stderr))

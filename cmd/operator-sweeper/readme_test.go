@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
@@ -54,11 +55,11 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		byFlag[names[len(names)-1][1]] = row
 	}
 
-	// The config keys of settings; "rules" and "finalizers" are sections of their own, checked below.
+	// The config keys of settings (PushOptions are inline); "rules" and "finalizers" are sections of
+	// their own, checked below.
 	keys := map[string]bool{}
-	options := reflect.TypeFor[sweeper.Options]()
-	for i := range options.NumField() {
-		if key, _, _ := strings.Cut(options.Field(i).Tag.Get("json"), ","); key != "-" && key != "rules" && key != "finalizers" {
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[sweeper.Options]()) {
+		if key, _, _ := strings.Cut(field.Tag.Get("json"), ","); !field.Anonymous && key != "-" && key != "finalizers" {
 			keys[key] = true
 		}
 	}
@@ -101,19 +102,12 @@ func TestREADMEDocumentsEveryRuleSetting(t *testing.T) {
 			documented[m[1]] = true
 		}
 	}
-	settings := reflect.TypeFor[sweeper.RuleSettings]()
-	for i := range settings.NumField() {
-		rule := settings.Field(i)
-		name, _, _ := strings.Cut(rule.Tag.Get("json"), ",")
-		assert.True(t, documented["rules."+name+".enabled"], "rules.%s.enabled", name)
-		if rule.Type.Kind() != reflect.Struct {
-			continue
-		}
-		for j := range rule.Type.NumField() {
-			key, _, _ := strings.Cut(rule.Type.Field(j).Tag.Get("json"), ",")
-			if key != "" && key != "enabled" {
-				assert.True(t, documented["rules."+name+"."+key], "rules.%s.%s", name, key)
-			}
+	for _, reg := range rules.Registry() {
+		assert.True(t, documented["rules."+reg.Name+".enabled"], "rules.%s.enabled", reg.Name)
+		args := reg.ArgsType()
+		for j := range args.NumField() {
+			key, _, _ := strings.Cut(args.Field(j).Tag.Get("json"), ",")
+			assert.True(t, documented["rules."+reg.Name+"."+key], "rules.%s.%s", reg.Name, key)
 		}
 	}
 	assert.True(t, documented["finalizers"])

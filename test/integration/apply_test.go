@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -27,7 +26,7 @@ const (
 	finalizerC = "test.operator-sweeper.io/c"
 )
 
-var configMaps = rules.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+var configMaps = rules.ConfigMaps
 
 // planRule is a rule for exercising the apply layer: it plans its action for every object of the
 // namespace for which wants is true.
@@ -181,7 +180,7 @@ func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Message)
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"), "c, added concurrently, is kept")
 	assert.Len(t, f.patches("cm"), 2, "the first patch lost, the re-planned one won")
 	assert.Len(t, f.rec.matching("GET", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$"), 1, "re-read once")
@@ -199,7 +198,7 @@ func TestApplyRacingReleaseIsResolved(t *testing.T) {
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
 	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Contains(t, res.Message, "resolved")
+	assert.Equal(t, sweeper.ReasonResolved, res.Reason, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"))
 }
 
@@ -241,7 +240,8 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), doomed, view, finding)
 
 	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Equal(t, "resolved: the object was deleted and re-created after it was observed; the next run looks at the new one", res.Message)
+	assert.Equal(t, sweeper.ReasonResolved, res.Reason)
+	assert.Equal(t, "the object was deleted and re-created after it was observed; the next run looks at the new one", res.Detail)
 	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, recreated.UID, got.UID, "the re-created object survives, although the rule would delete it too")
@@ -266,7 +266,7 @@ func TestApplyReportsARefusedWriteThatIsNoRace(t *testing.T) {
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), invalid, view, finding)
 
 	assert.Equal(t, sweeper.OutcomeFailed, res.Outcome)
-	assert.Contains(t, res.Message, "kind")
+	assert.Contains(t, res.Detail, "kind")
 	assert.Len(t, f.patches("cm"), 1, "no retry: nothing had changed")
 }
 
@@ -296,7 +296,7 @@ func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
 	obj2 := f.configMap(t, "cm2")
 	view, finding = plan(t, adopt, obj2)
 	res = f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
-	require.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Message)
+	require.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
 	got, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm2", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []metav1.OwnerReference{owner}, got.OwnerReferences)
@@ -312,7 +312,8 @@ func TestApplyWithNothingLeftToRemove(t *testing.T) {
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
 	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Equal(t, "resolved: none of the finalizers to remove is on the object any more", res.Message)
+	assert.Equal(t, sweeper.ReasonResolved, res.Reason)
+	assert.Equal(t, "none of the finalizers to remove is on the object any more", res.Detail)
 	assert.Empty(t, f.patches("cm"))
 	assert.Empty(t, f.rec.matching("POST", "/events$"))
 }

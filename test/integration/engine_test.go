@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -51,7 +50,7 @@ func TestMaxActionsSkipsTheRest(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, []string{findings[0].Object.Name, findings[1].Object.Name, findings[2].Object.Name}, "deterministic order")
 	assert.Equal(t, map[string]sweeper.Outcome{"a": sweeper.OutcomeApplied, "b": sweeper.OutcomeSkipped, "c": sweeper.OutcomeSkipped}, outcomes(findings))
 	for _, f := range findings[1:] {
-		assert.Equal(t, "limit: --max-actions=1 reached", f.Error)
+		assert.Equal(t, "limit: --max-actions=1 reached", why(f))
 	}
 	assert.Equal(t, sweeper.Summary{Resources: report.Summary.Resources, Scanned: report.Summary.Scanned, Findings: 3, Applied: 1, Skipped: 2}, report.Summary)
 
@@ -101,7 +100,7 @@ func TestProtectedNamespacesAreNeverActedOn(t *testing.T) {
 	require.Len(t, findings, 3)
 	for _, f := range findings {
 		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
-		assert.Equal(t, "protected-namespace: "+ns+" is in --protected-namespaces", f.Error)
+		assert.Equal(t, "protected-namespace: "+ns+" is in --protected-namespaces", why(f))
 	}
 	assert.Empty(t, rec.matching("PATCH", "."))
 }
@@ -117,10 +116,10 @@ func TestAPanickingRuleIsReportedAndTheOthersRun(t *testing.T) {
 	ns := newNamespace(t)
 	terminate(t, ns, stuckPair)
 
-	report := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, rules.StuckTerminating{}).Run(context.Background())
+	report := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, stuckTerminating(t, 0)).Run(context.Background())
 
 	require.Len(t, report.Errors, 1)
-	assert.Equal(t, sweeper.ReportError{Stage: "plan", Resource: "panicking", Message: "rule panicked: boom"}, report.Errors[0])
+	assert.Equal(t, sweeper.ReportError{Stage: "plan", Rule: "panicking", Message: "rule panicked: boom"}, report.Errors[0])
 	assert.Len(t, findingsIn(report, ns), 2)
 }
 
@@ -145,8 +144,8 @@ type contentProbe struct{ viewProbe }
 
 func (*contentProbe) ReadsContent() []rules.ContentRequest {
 	return []rules.ContentRequest{
-		{Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Fields: []string{"spec.replicas"}},
-		{Resource: schema.GroupResource{Resource: "configmaps"}, Selector: "full=yes"},
+		{Resource: rules.Deployments.GroupResource(), Fields: []string{"spec.replicas"}},
+		{Resource: rules.ConfigMaps.GroupResource(), Selector: "full=yes"},
 	}
 }
 
@@ -179,20 +178,20 @@ data: {key: value}
 	require.Empty(t, report.Errors)
 	require.NotNil(t, probe.view)
 
-	deployment, ok := probe.view.Get(schema.GroupResource{Group: "apps", Resource: "deployments"}, ns, "logging-operator")
+	deployment, ok := probe.view.Get(rules.Deployments.GroupResource(), ns, "logging-operator")
 	require.True(t, ok)
 	assert.Equal(t, map[string]any{"spec": map[string]any{"replicas": int64(0)}}, deployment.Content, "only the fields the rule reads")
 	assert.Equal(t, "logging-operator", deployment.Labels["app.kubernetes.io/name"])
 	assert.NotEmpty(t, deployment.UID)
 
-	plain, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "settings")
+	plain, ok := probe.view.Get(rules.ConfigMaps.GroupResource(), ns, "settings")
 	require.True(t, ok)
 	assert.Nil(t, plain.Content, "not selected: metadata only")
-	selected, ok := probe.view.Get(schema.GroupResource{Resource: "configmaps"}, ns, "selected")
+	selected, ok := probe.view.Get(rules.ConfigMaps.GroupResource(), ns, "selected")
 	require.True(t, ok)
 	assert.Equal(t, map[string]any{"key": "value"}, selected.Content["data"], "selected: in full")
 	var configMapsHere int
-	for _, cm := range probe.view.List(schema.GroupResource{Resource: "configmaps"}) {
+	for _, cm := range probe.view.List(rules.ConfigMaps.GroupResource()) {
 		if cm.Namespace == ns {
 			configMapsHere++
 		}
@@ -214,8 +213,8 @@ func (deleteWithOptIn) Name() string { return "test-delete" }
 
 func (r deleteWithOptIn) Plan(_ context.Context, view *rules.View) []rules.Finding {
 	var findings []rules.Finding
-	for _, obj := range view.List(schema.GroupResource{Resource: "configmaps"}) {
-		if obj.Namespace == r.namespace && obj.Labels["doomed"] == "true" {
+	for _, obj := range view.InNamespace(rules.ConfigMaps.GroupResource(), r.namespace) {
+		if obj.Labels["doomed"] == "true" {
 			f := rules.Finding{Object: obj.Ref(), Reason: "doomed", Action: rules.Delete{}}
 			if !r.optedIn {
 				f.OptIn = "rules.test-delete.delete"
@@ -233,8 +232,8 @@ func (releaseAfterDelete) Name() string { return "test-release-after" }
 
 func (r releaseAfterDelete) Plan(ctx context.Context, view *rules.View) []rules.Finding {
 	var doomed []rules.ObjectRef
-	for _, obj := range view.List(schema.GroupResource{Resource: "configmaps"}) {
-		if obj.Namespace == r.namespace && obj.Labels["doomed"] == "true" {
+	for _, obj := range view.InNamespace(rules.ConfigMaps.GroupResource(), r.namespace) {
+		if obj.Labels["doomed"] == "true" {
 			doomed = append(doomed, obj.Ref())
 		}
 	}
@@ -306,7 +305,11 @@ func TestOptInAndDependencies(t *testing.T) {
 
 			got := map[string]want{}
 			for _, f := range findingsIn(report, ns) {
-				got[f.Object.Name] = want{f.Outcome, f.Error}
+				w := want{outcome: f.Outcome}
+				if f.Outcome != sweeper.OutcomeApplied {
+					w.err = why(f)
+				}
+				got[f.Object.Name] = w
 			}
 			for name, w := range tt.want {
 				tt.want[name] = want{w.outcome, fill(w.err, ns, "")}

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +25,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -75,8 +76,6 @@ func fill(manifests, namespace, name string) string {
 	}
 	return manifests
 }
-
-var subscriptionsGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
 
 // create creates manifests (see fill). When the test ends, the objects are released from their
 // finalizers and deleted, so that no test sees another's debris or operators.
@@ -157,6 +156,28 @@ func newEngine(t testing.TB, opts sweeper.Options, rec *recorder, clk clock.Pass
 	return &sweeper.Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clk, Logger: logger}
 }
 
+// stuckTerminating is rule stuck-terminating with threshold minAge.
+func stuckTerminating(t testing.TB, minAge time.Duration) rules.StuckTerminating {
+	t.Helper()
+	rule, err := rules.NewStuckTerminating(rules.StuckTerminatingArgs{}, rules.Settings{MinTerminatingAge: minAge})
+	require.NoError(t, err)
+	return rule
+}
+
+// orphanedFinalizers is rule orphaned-finalizers as the default options build it.
+func orphanedFinalizers(t testing.TB) rules.OrphanedFinalizers {
+	t.Helper()
+	ruleSet, err := testOptions("").RuleSet()
+	require.NoError(t, err)
+	for _, rule := range ruleSet {
+		if r, ok := rule.(rules.OrphanedFinalizers); ok {
+			return r
+		}
+	}
+	t.Fatal("no rule orphaned-finalizers")
+	return rules.OrphanedFinalizers{}
+}
+
 // findingsIn returns the report's findings about objects in namespace (or named namespace).
 func findingsIn(report *sweeper.Report, namespace string) []sweeper.FindingResult {
 	var out []sweeper.FindingResult
@@ -166,6 +187,11 @@ func findingsIn(report *sweeper.Report, namespace string) []sweeper.FindingResul
 		}
 	}
 	return out
+}
+
+// why is what a skipped or failed action's report says of it, as "reason: detail".
+func why(f sweeper.FindingResult) string {
+	return string(cmp.Or(f.SkipReason, f.FailReason)) + ": " + f.Error
 }
 
 // recorder records the requests a client sends.

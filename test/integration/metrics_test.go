@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,7 +77,7 @@ func wantSeries(report *sweeper.Report, group map[string]string) (findings, acti
 	for _, f := range report.Findings {
 		findings[key("rule", f.Rule, "severity", string(f.Severity))]++
 		if f.Action != nil {
-			actions[key("rule", f.Rule, "action", f.Action.Type, "outcome", string(f.Outcome))]++
+			actions[key("rule", f.Rule, "action", f.Action.Type, "outcome", string(f.Outcome), "reason", string(cmp.Or(f.SkipReason, f.FailReason)))]++
 		}
 	}
 	return findings, actions
@@ -108,7 +109,7 @@ func TestMetricsArePushed(t *testing.T) {
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group))
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group))
 	assert.GreaterOrEqual(t, wantActions[labelString(map[string]string{"job": "operator-sweeper", "cluster": cluster, "region": "eu", "instance": "",
-		"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": "planned"})], 3.0, "F4's three releases are planned")
+		"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": "planned", "reason": ""})], 3.0, "F4's three releases are planned")
 	assert.Equal(t, float64(first.Summary.Scanned), single(t, families, "operator_sweeper_objects_scanned", group))
 	assert.Equal(t, float64(first.Summary.Resources), single(t, families, "operator_sweeper_resources_scanned", group))
 	assert.Equal(t, 1.0, single(t, families, "operator_sweeper_info", map[string]string{"cluster": cluster, "version": "dev", "mode": "client"}))
@@ -144,7 +145,7 @@ func TestMetricsArePushed(t *testing.T) {
 	wantFindings, wantActions = wantSeries(third, group)
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group))
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group))
-	assert.NotEmpty(t, pushgateway.Series(families, "operator_sweeper_actions", map[string]string{"cluster": cluster, "outcome": "failed"}))
+	assert.NotEmpty(t, pushgateway.Series(families, "operator_sweeper_actions", map[string]string{"cluster": cluster, "outcome": "failed", "reason": "api-error"}))
 	assert.Equal(t, 1.0, single(t, families, "operator_sweeper_info", map[string]string{"cluster": cluster, "mode": "none"}))
 	assert.Empty(t, pushgateway.Series(families, "operator_sweeper_info", map[string]string{"cluster": cluster, "mode": "client"}), "no stale label set")
 }

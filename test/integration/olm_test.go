@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
@@ -22,7 +23,7 @@ func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 		t.Run(map[bool]string{false: "installPlanRef", true: "installplan"}[legacy], func(t *testing.T) {
 			ns := newNamespace(t)
 			plan := seeded(t)(testCluster.SeedF3(context.Background(), ns, legacy)).Get("InstallPlan", "install-abcde")
-			subB, err := testCluster.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(context.Background(), "etcd", metav1.GetOptions{})
+			subB, err := testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Get(context.Background(), "etcd", metav1.GetOptions{})
 			require.NoError(t, err)
 
 			report := sweep(t, sweepOptions(), nil)
@@ -109,7 +110,7 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	for kind, f := range findings {
 		assert.Equal(t, "subscription deleted; left behind", f.Reason, kind)
 		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, kind)
-		assert.Equal(t, "opt-in: set rules.operator-leftovers.delete: ["+kind+"] to act", f.Error, kind)
+		assert.Equal(t, "opt-in: set rules.operator-leftovers.delete: ["+kind+"] to act", why(f), kind)
 	}
 	assert.Contains(t, findings["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
 	for _, obj := range objs {
@@ -117,7 +118,7 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	}
 
 	opts := sweepOptions()
-	opts.RuleSettings.OperatorLeftovers.Delete = []string{"ClusterServiceVersion", "InstallPlan"}
+	opts.RuleConfigs = map[string]rules.RuleConfig{"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion", "InstallPlan"}}}}
 	report = sweep(t, opts, nil)
 
 	findings = leftovers(report)

@@ -155,7 +155,7 @@ func TestF1OLMScaledToZero(t *testing.T) {
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
 	opts := sweepOptions()
-	opts.RuleSettings.OLMRBAC.Delete = true
+	opts.RuleConfigs = map[string]rules.RuleConfig{"olm-rbac": {Args: rules.OLMRBACArgs{Delete: true}}}
 
 	report := sweep(t, opts, nil)
 
@@ -179,7 +179,7 @@ func TestF1OLMUninstalled(t *testing.T) {
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
 	opts := sweepOptions()
-	opts.RuleSettings.OLMRBAC.Delete = true
+	opts.RuleConfigs = map[string]rules.RuleConfig{"olm-rbac": {Args: rules.OLMRBACArgs{Delete: true}}}
 	rec := &recorder{}
 
 	report := sweep(t, opts, rec)
@@ -229,12 +229,12 @@ func TestF1WithoutOptIn(t *testing.T) {
 
 	for _, f := range ruleFindings(report, "olm-rbac", ns) {
 		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
-		assert.Equal(t, "opt-in: set rules.olm-rbac.delete to act", f.Error)
+		assert.Equal(t, "opt-in: set rules.olm-rbac.delete to act", why(f))
 	}
 	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
 	require.Len(t, csvFindings, 1)
 	assert.Equal(t, sweeper.OutcomeSkipped, csvFindings[0].Outcome)
-	assert.Equal(t, "dependency: ClusterRoleBinding.rbac.authorization.k8s.io "+ns+"-binding was not acted on first", csvFindings[0].Error)
+	assert.Equal(t, "dependency: ClusterRoleBinding.rbac.authorization.k8s.io "+ns+"-binding was not acted on first", why(csvFindings[0]))
 	assert.Equal(t, []string{csvCleanup}, testCluster.Current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
 		assert.NotNil(t, testCluster.Current(t, obj))
@@ -333,7 +333,7 @@ metadata: {name: c, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.ba
 	findings := ruleFindings(report, "orphaned-finalizers", ns)
 	require.Len(t, findings, 3)
 	assert.Equal(t, map[string]sweeper.Outcome{"a": sweeper.OutcomeApplied, "b": sweeper.OutcomeSkipped, "c": sweeper.OutcomeSkipped}, outcomes(findings))
-	assert.Equal(t, "limit: --max-actions=1 reached", findings[1].Error)
+	assert.Equal(t, "limit: --max-actions=1 reached", why(findings[1]))
 	assert.Equal(t, 1, report.Summary.Applied)
 	assert.Equal(t, 2, report.Summary.Skipped)
 }
@@ -372,7 +372,7 @@ metadata:
 	opts := sweepOptions()
 	opts.Rules = []string{"orphaned-finalizers"}
 	rule := &raceBeforeApply{
-		OrphanedFinalizers: rules.OrphanedFinalizers{MinAge: 15 * time.Minute, Owners: rules.DefaultFinalizerOwners()},
+		OrphanedFinalizers: orphanedFinalizers(t),
 		race: func() {
 			client, _, err := testCluster.Resource(obj)
 			require.NoError(t, err)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -39,7 +38,7 @@ func TestStuckTerminatingThreshold(t *testing.T) {
 	const minAge = 15 * time.Minute
 	now := old.Add(minAge)
 
-	report := newEngine(t, testOptions(ns), nil, clocktesting.NewFakePassiveClock(now), rules.StuckTerminating{MinAge: minAge}).Run(context.Background())
+	report := newEngine(t, testOptions(ns), nil, clocktesting.NewFakePassiveClock(now), stuckTerminating(t, minAge)).Run(context.Background())
 
 	require.Empty(t, report.Errors)
 	findings := findingsIn(report, ns)

@@ -170,7 +170,7 @@ func TestExcludedNamespacesAreNotListed(t *testing.T) {
 	opts := testOptions("")
 	opts.ExcludeNamespaces = []string{excluded}
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, rules.StuckTerminating{}).Run(context.Background())
+	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
 	require.Empty(t, report.Errors)
 	assert.Len(t, findingsIn(report, kept), 2)
@@ -189,7 +189,7 @@ func TestIncludedNamespacesAreListedOneByOne(t *testing.T) {
 	terminate(t, other, stuckPair)
 
 	rec := &recorder{}
-	report := newEngine(t, testOptions(kept), rec, nil, rules.StuckTerminating{}).Run(context.Background())
+	report := newEngine(t, testOptions(kept), rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
 	require.Empty(t, report.Errors)
 	assert.Len(t, findingsIn(report, kept), 2)
@@ -206,7 +206,7 @@ func TestExcludedResourcesAreNotListed(t *testing.T) {
 	opts := testOptions(ns)
 	opts.ExcludeResources = []string{"*.logging.banzaicloud.io", "secrets"}
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, rules.StuckTerminating{}).Run(context.Background())
+	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
 	require.Empty(t, report.Errors)
 	findings := findingsIn(report, ns)
@@ -236,7 +236,7 @@ spec:
   service: {namespace: default, name: nowhere, port: 443}
 `)
 
-	engine := newEngine(t, testOptions(ns), nil, nil, rules.StuckTerminating{})
+	engine := newEngine(t, testOptions(ns), nil, nil, stuckTerminating(t, 0))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		report := engine.Run(context.Background())
 		require.Len(c, report.Errors, 1)
@@ -262,9 +262,9 @@ func (p *viewProbe) Plan(_ context.Context, view *rules.View) []rules.Finding {
 // not walked, or from a resource that was not listed.
 func TestViewCoverage(t *testing.T) {
 	ns, other := newNamespace(t), newNamespace(t, "other")
-	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
-	clusterRoles := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
-	secrets := schema.GroupResource{Resource: "secrets"}
+	deployments := rules.Deployments.GroupResource()
+	clusterRoles := rules.ClusterRoles.GroupResource()
+	secrets := rules.Secrets.GroupResource()
 	notServed := schema.GroupResource{Group: "nothing.example.com", Resource: "widgets"}
 
 	probe := &viewProbe{}
