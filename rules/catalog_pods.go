@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,13 +17,15 @@ import (
 // CatalogPods force-deletes CatalogSource pods stuck Terminating on a lost node (F5): the kubelet
 // never confirms the deletion, OLM before v0.28 waits for ever, and the catalog stays down. A pod
 // labelled olm.catalogSource qualifies once it is past its grace period by --catalog-pod-slack
-// and its node (spec.nodeName) is gone, or has not been Ready for --node-not-ready-for, or is not
-// Ready and the pod carries DisruptionTarget=True (the node is being drained of it). A pod on a
-// Ready node is never touched: its kubelet will finish the deletion. rules.catalog-pods.selector
-// extends the rule to other bare pods (without a controller: a StatefulSet pod must never be
-// force-deleted, its twin could start).
+// and its node (spec.nodeName) is lost, as Kubernetes judges it (see judgeNode). A pod on a node
+// whose kubelet still reports is only reported: the kubelet will finish the deletion. In a zone
+// where most nodes are not Ready at once, nothing is force-deleted (zone-outage), as the node
+// lifecycle controller stops evicting there. rules.catalog-pods.selector extends the rule to
+// other bare pods (without a controller: a StatefulSet pod must never be force-deleted, its twin
+// could start).
 type CatalogPods struct {
 	slack, nodeNotReadyFor time.Duration
+	unhealthyZoneThreshold float64
 	// selector is rules.catalog-pods.selector, parsed; source is as configured.
 	selector labels.Selector
 	source   string
@@ -40,7 +43,13 @@ type CatalogPodsArgs struct {
 
 // NewCatalogPods builds catalog-pods.
 func NewCatalogPods(args CatalogPodsArgs, settings Settings) (CatalogPods, error) {
-	r := CatalogPods{slack: settings.CatalogPodSlack, nodeNotReadyFor: settings.NodeNotReadyFor, selector: labels.Nothing(), source: args.Selector}
+	r := CatalogPods{
+		slack:                  settings.CatalogPodSlack,
+		nodeNotReadyFor:        settings.NodeNotReadyFor,
+		unhealthyZoneThreshold: settings.UnhealthyZoneThreshold,
+		selector:               labels.Nothing(),
+		source:                 args.Selector,
+	}
 	if args.Selector != "" {
 		selector, err := labels.Parse(args.Selector)
 		if err != nil {
@@ -72,7 +81,7 @@ func (r CatalogPods) ReadsContent() []ContentRequest {
 	podFields := []string{"spec.nodeName", "status.conditions"}
 	requests := []ContentRequest{
 		{Resource: Pods.GroupResource(), Selector: catalogSourceLabel, Fields: podFields},
-		{Resource: Nodes.GroupResource(), Fields: []string{"status.conditions"}},
+		{Resource: Nodes.GroupResource(), Fields: nodeFields},
 	}
 	if r.source != "" {
 		requests = append(requests, ContentRequest{Resource: Pods.GroupResource(), Selector: r.source, Fields: podFields})
@@ -83,20 +92,24 @@ func (r CatalogPods) ReadsContent() []ContentRequest {
 // Plan implements Rule.
 func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
+	var zones zoneStates // computed on the first pod that needs them
 	for _, pod := range view.List(Pods.GroupResource()) {
 		_, catalog := pod.Labels[catalogSourceLabel]
 		bare := metav1.GetControllerOfNoCopy(pod) == nil
 		if pod.DeletionTimestamp == nil || pod.Content == nil || !(catalog || (bare && r.selector.Matches(labels.Set(pod.Labels)))) {
 			continue
 		}
-		if f, ok := r.decide(view, pod); ok {
+		if zones == nil {
+			zones = r.zones(view)
+		}
+		if f, ok := r.decide(view, zones, pod); ok {
 			findings = append(findings, f)
 		}
 	}
 	return findings
 }
 
-func (r CatalogPods) decide(view *View, pod *Object) (Finding, bool) {
+func (r CatalogPods) decide(view *View, zones zoneStates, pod *Object) (Finding, bool) {
 	now := view.Now()
 	grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
 	// A pod's deletionTimestamp is when its grace period ends.
@@ -105,43 +118,54 @@ func (r CatalogPods) decide(view *View, pod *Object) (Finding, bool) {
 	if overdue < r.slack || nodeName == "" || !view.Observed(Nodes.GroupResource(), "") {
 		return Finding{}, false
 	}
-	evidence := []string{fmt.Sprintf("deletion requested at %s with a grace period of %s; %s past it (slack %s)",
-		pod.DeletionTimestamp.Add(-grace).UTC().Format(time.RFC3339), grace, duration.HumanDuration(overdue), r.slack)}
-
-	var reason string
-	node, exists := view.Get(Nodes.GroupResource(), "", nodeName)
-	ready, since, known := condition(node, "Ready")
-	switch {
-	case !exists:
-		reason = fmt.Sprintf("its node %s no longer exists", nodeName)
-		evidence = append(evidence, fmt.Sprintf("node %s: no such Node", nodeName))
-	case !known || since.IsZero():
-		return Finding{}, false // no Ready condition: nothing to measure
-	case ready == "True":
-		return Finding{}, false // the kubelet will finish the deletion
-	case now.Sub(since) >= r.nodeNotReadyFor:
-		reason = fmt.Sprintf("its node %s has not been Ready for %s", nodeName, duration.HumanDuration(now.Sub(since)))
-		evidence = append(evidence, fmt.Sprintf("node %s: Ready=%s since %s (threshold %s)", nodeName, ready, since.UTC().Format(time.RFC3339), r.nodeNotReadyFor))
-	case conditionStatus(pod, "DisruptionTarget") == "True":
-		reason = fmt.Sprintf("it is a DisruptionTarget on node %s, which is not Ready", nodeName)
-		evidence = append(evidence,
-			fmt.Sprintf("node %s: Ready=%s since %s", nodeName, ready, since.UTC().Format(time.RFC3339)),
-			"pod condition DisruptionTarget=True")
-	default:
-		return Finding{}, false // not Ready for too short a time: it may come back
+	node := judgeNode(view, nodeName, r.nodeNotReadyFor)
+	if node.verdict == nodeReady {
+		return Finding{}, false // the kubelet will finish the deletion, or nothing can be measured
 	}
-	if source := pod.Labels[catalogSourceLabel]; source != "" {
-		evidence = append(evidence, fmt.Sprintf("serves CatalogSource %s/%s (label %s)", pod.Namespace, source, catalogSourceLabel))
-	} else {
-		evidence = append(evidence, fmt.Sprintf("bare pod matching %s", r.source))
-	}
-	return Finding{
+	f := Finding{
 		Severity: SeverityWarning,
 		Object:   pod.Ref(),
-		Reason:   "stuck terminating: " + reason,
-		Evidence: evidence,
-		Action:   Delete{GracePeriodSeconds: ptr.To[int64](0)},
-	}, true
+		Reason:   "stuck terminating: " + node.reason,
+		Evidence: append([]string{fmt.Sprintf("deletion requested at %s with a grace period of %s; %s past it (slack %s)",
+			pod.DeletionTimestamp.Add(-grace).UTC().Format(time.RFC3339), grace, duration.HumanDuration(overdue), r.slack)}, node.evidence...),
+	}
+	if conditionStatus(pod, "DisruptionTarget") == "True" {
+		f.Evidence = append(f.Evidence, "pod condition DisruptionTarget=True: being evicted, which alone does not make its node lost")
+	}
+	if source := pod.Labels[catalogSourceLabel]; source != "" {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("serves CatalogSource %s/%s (label %s)", pod.Namespace, source, catalogSourceLabel))
+	} else {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("bare pod matching %s", r.source))
+	}
+	if node.verdict == nodeReporting {
+		f.Severity = SeverityInfo
+		return f, true // report only: its kubelet is alive
+	}
+	f.Action = Delete{GracePeriodSeconds: ptr.To[int64](0)}
+	f.Facts = []Fact{r.nodeLost(nodeName)}
+	if outage, detail := zones.outage(node.zone); outage {
+		f.Held = &Held{Reason: "zone-outage", Detail: detail}
+	}
+	return f, true
+}
+
+// nodeLost is the fact that a node is lost, and its zone not in an outage: read again, every
+// Node says the same.
+func (r CatalogPods) nodeLost(name string) Fact {
+	return factOf{
+		key:   fmt.Sprintf("node %s lost for %s", name, r.nodeNotReadyFor),
+		reads: []Read{{Resource: Nodes.GroupResource(), Fields: nodeFields}},
+		holds: func(view *View) (bool, string) {
+			node := judgeNode(view, name, r.nodeNotReadyFor)
+			if node.verdict != nodeLost {
+				return false, fmt.Sprintf("re-checked live: node %s is not lost now: %s", name, strings.Join(node.evidence, "; "))
+			}
+			if outage, detail := r.zones(view).outage(node.zone); outage {
+				return false, "re-checked live: " + detail
+			}
+			return true, fmt.Sprintf("re-checked live: node %s is still lost: %s", name, strings.Join(node.evidence, "; "))
+		},
+	}
 }
 
 func conditionStatus(obj *Object, conditionType string) string {
@@ -151,17 +175,31 @@ func conditionStatus(obj *Object, conditionType string) string {
 
 // condition returns the status of an object's condition (status.conditions) and since when.
 func condition(obj *Object, conditionType string) (status string, since time.Time, found bool) {
-	if obj == nil {
+	c, found := conditionOf(obj, conditionType)
+	if !found {
 		return "", time.Time{}, false
+	}
+	status, _ = c["status"].(string)
+	since = timeField(c, "lastTransitionTime")
+	return status, since, true
+}
+
+// conditionOf returns an object's condition (status.conditions) of a type.
+func conditionOf(obj *Object, conditionType string) (map[string]any, bool) {
+	if obj == nil {
+		return nil, false
 	}
 	conditions, _, _ := unstructured.NestedSlice(obj.Content, "status", "conditions")
 	for _, c := range conditions {
 		if m, _ := c.(map[string]any); m["type"] == conditionType {
-			status, _ = m["status"].(string)
-			ts, _ := m["lastTransitionTime"].(string)
-			since, _ = time.Parse(time.RFC3339, ts)
-			return status, since, true
+			return m, true
 		}
 	}
-	return "", time.Time{}, false
+	return nil, false
+}
+
+func timeField(m map[string]any, field string) time.Time {
+	s, _ := m[field].(string)
+	t, _ := time.Parse(time.RFC3339, s)
+	return t
 }

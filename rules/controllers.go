@@ -6,13 +6,15 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// FinalizerOwner says which workloads remove the finalizers matching Pattern. It is an entry of
+// FinalizerOwner says which controllers remove the finalizers matching Pattern. It is an entry of
 // the "finalizers" section of the config file.
 type FinalizerOwner struct {
 	// Pattern is a glob (path.Match) over finalizer names, such as
@@ -20,18 +22,27 @@ type FinalizerOwner struct {
 	Pattern string `json:"pattern"`
 	// Controllers are the workloads that serve the finalizers; any one of them running is enough.
 	Controllers []Controller `json:"controllers"`
+	// Leases are globs over the names of the leader-election Leases (coordination.k8s.io, any
+	// namespace) the controller holds: one renewed recently proves it alive, wherever it runs.
+	Leases []string `json:"leases,omitempty"`
 }
 
-// Controller identifies workloads by kind, and by name or label selector, in one namespace or any.
+// Controller identifies workloads by kind, and by name, label selector or container image, in one
+// namespace or any.
 type Controller struct {
 	// Kind is Deployment, StatefulSet or DaemonSet.
 	Kind string `json:"kind"`
 	// Namespace restricts the match to one namespace; empty means any.
 	Namespace string `json:"namespace,omitempty"`
-	// Name matches the workload's name. Exactly one of Name and Selector is set.
+	// Name matches the workload's name. Exactly one of Name, Selector and Image is set.
 	Name string `json:"name,omitempty"`
 	// Selector is a label selector ("app.kubernetes.io/name=logging-operator") on the workload.
 	Selector string `json:"selector,omitempty"`
+	// Image is a glob over the repository of a container's image (no tag or digest), or over
+	// the part of it after any "/": "*/logging-operator" matches
+	// ghcr.io/kube-logging/logging-operator:5.0.0, "*logging-operator" a mirrored
+	// rancher/mirrored-kube-logging-logging-operator as well.
+	Image string `json:"image,omitempty"`
 }
 
 // workloads are the kinds a Controller can be, by Kind.
@@ -44,17 +55,33 @@ var workloads = resourcesByKind(Deployments, StatefulSets, DaemonSets)
 // delete-server-cache, formerly under catalogd.operatorframework.io; operator-controller the
 // rest of olm.operatorframework.io). A config file's entries come first, and replace a default of
 // the same pattern.
+//
+// The Leases are the leader-election IDs in the upstream sources: logging-operator's main.go
+// ("logging-operator." + its API group; its chart turns leader election on), operator-controller's
+// and catalogd's cmd/*/main.go. OLM v0 holds none. A repackaged logging-operator (rancher-logging)
+// is found by its image.
 func DefaultFinalizerOwners() []FinalizerOwner {
 	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
-	catalogd := Controller{Kind: "Deployment", Name: "catalogd-controller-manager"}
+	catalogd := FinalizerOwner{Controllers: []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}, Leases: []string{"catalogd-operator-lock"}}
 	return []FinalizerOwner{
-		{Pattern: "*.logging.banzaicloud.io/finalizer", Controllers: []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}}},
+		{
+			Pattern: "*.logging.banzaicloud.io/finalizer",
+			Controllers: []Controller{
+				{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"},
+				{Kind: "Deployment", Image: "*logging-operator"},
+			},
+			Leases: []string{"logging-operator.logging.banzaicloud.io"},
+		},
 		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}},
 		// No other OLM v0 finalizer exists today; should one appear, either component may own it.
 		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}},
-		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: []Controller{catalogd}},
-		{Pattern: "catalogd.operatorframework.io/*", Controllers: []Controller{catalogd}},
-		{Pattern: "olm.operatorframework.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}}},
+		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
+		{Pattern: "catalogd.operatorframework.io/*", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
+		{
+			Pattern:     "olm.operatorframework.io/*",
+			Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}},
+			Leases:      []string{"9c4404e7.operatorframework.io"},
+		},
 	}
 }
 
@@ -83,7 +110,7 @@ type finalizerMapping struct {
 type controllerMatcher struct {
 	Controller
 	resource Resource
-	selector labels.Selector // nil when matched by name
+	selector labels.Selector // nil unless matched by selector
 }
 
 // NewFinalizerMappings validates the configured mappings, naming each bad one by its config key
@@ -120,24 +147,46 @@ func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) 
 	}
 	var errs []error
 	for j, c := range owner.Controllers {
-		key := fmt.Sprintf("%s.controllers[%d]", key, j)
-		matcher := controllerMatcher{Controller: c}
-		var ok bool
-		if matcher.resource, ok = workloads[c.Kind]; !ok {
-			errs = append(errs, fmt.Errorf("%s.kind %q is not Deployment, StatefulSet or DaemonSet", key, c.Kind))
-		}
-		if (c.Name == "") == (c.Selector == "") {
-			errs = append(errs, fmt.Errorf("%s: set exactly one of name and selector", key))
-		} else if c.Selector != "" {
-			selector, err := labels.Parse(c.Selector)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s.selector %q: %w", key, c.Selector, err))
-			}
-			matcher.selector = selector
-		}
+		matcher, err := compileController(fmt.Sprintf("%s.controllers[%d]", key, j), c)
+		errs = append(errs, err)
 		m.controllers = append(m.controllers, matcher)
 	}
+	for j, lease := range owner.Leases {
+		if _, err := path.Match(lease, ""); err != nil || lease == "" {
+			errs = append(errs, fmt.Errorf("%s.leases[%d] %q is not a valid glob", key, j, lease))
+		}
+	}
 	return m, errors.Join(errs...)
+}
+
+func compileController(key string, c Controller) (controllerMatcher, error) {
+	matcher := controllerMatcher{Controller: c}
+	var errs []error
+	var ok bool
+	if matcher.resource, ok = workloads[c.Kind]; !ok {
+		errs = append(errs, fmt.Errorf("%s.kind %q is not Deployment, StatefulSet or DaemonSet", key, c.Kind))
+	}
+	set := 0
+	for _, v := range []string{c.Name, c.Selector, c.Image} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		errs = append(errs, fmt.Errorf("%s: set exactly one of name, selector and image", key))
+	case c.Selector != "":
+		selector, err := labels.Parse(c.Selector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.selector %q: %w", key, c.Selector, err))
+		}
+		matcher.selector = selector
+	case c.Image != "":
+		if _, err := path.Match(c.Image, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s.image %q is not a valid glob", key, c.Image))
+		}
+	}
+	return matcher, errors.Join(errs...)
 }
 
 // Owners returns the mappings as configured, in the order they are checked.
@@ -163,13 +212,15 @@ func (m FinalizerMappings) ownerOf(finalizer string) (*finalizerMapping, bool) {
 type liveness int
 
 const (
-	// unknown: some workloads that could be the controller were not observed.
+	// unknown: some places a controller could be were not observed, and none of those observed
+	// shows it alive.
 	unknown liveness = iota
-	// gone: no workload matches.
+	// gone: no workload matches, no Lease is held: complete negative evidence.
 	gone
-	// scaledToZero: matching workloads exist, none wants a pod.
+	// scaledToZero: matching workloads exist, none wants a pod, no Lease is held.
 	scaledToZero
-	// running: a matching workload wants at least one pod, or is being deleted and may still run.
+	// running: a matching workload wants at least one pod, or is being deleted and may still
+	// run, or a Lease of the mapping was renewed recently.
 	running
 )
 
@@ -177,13 +228,14 @@ const (
 type controllerStatus struct {
 	liveness liveness
 	evidence []string
-	// names are the matching workloads, "Deployment olm/olm-operator".
+	// names are what keeps the mapping alive: "Deployment olm/olm-operator", "Lease ns/name".
 	names []string
 }
 
-// controllersOf checks a mapping's controllers against the view: any running one makes the
-// finalizer alive; otherwise any scaled to zero makes it a warning; otherwise, if every place a
-// controller could be was observed, the controller is gone.
+// controllersOf checks a mapping's controllers against the view. Positive evidence of life wins:
+// a matching workload that runs, or a Lease renewed recently. Otherwise a workload scaled to zero
+// makes it a warning. Otherwise, only if every place a controller could be was observed, the
+// controller is gone; if not, it is unknown.
 func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 	var status controllerStatus
 	anyUnknown, anyScaled := false, false
@@ -200,7 +252,6 @@ func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 		}
 		for _, w := range matches {
 			name := fmt.Sprintf("%s %s/%s", c.Kind, w.Namespace, w.Name)
-			status.names = append(status.names, name)
 			replicas := desiredReplicas(w)
 			switch {
 			case w.DeletionTimestamp != nil:
@@ -213,6 +264,16 @@ func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 				anyScaled = true
 				status.evidence = append(status.evidence, fmt.Sprintf("%s matches %s and is scaled to 0", name, c.describe()))
 			}
+			if !slices.Contains(status.names, name) {
+				status.names = append(status.names, name)
+			}
+		}
+	}
+	if len(mapping.Leases) > 0 {
+		held, observed := leasesOf(view, mapping, &status)
+		anyUnknown = anyUnknown || !observed
+		if held {
+			status.liveness = running
 		}
 	}
 	switch {
@@ -227,13 +288,65 @@ func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 	return status
 }
 
+// leasesOf adds to status what the mapping's Leases say: whether one is held (renewed within
+// max(3 × its duration, 2m) of the view's time), and whether every Lease was observed.
+func leasesOf(view *View, mapping *finalizerMapping, status *controllerStatus) (held, observed bool) {
+	globs := strings.Join(mapping.Leases, ", ")
+	if !view.Observed(Leases.GroupResource(), "") {
+		status.evidence = append(status.evidence, fmt.Sprintf("Leases were not all listed (filters or errors): cannot tell whether %s is held", globs))
+		return false, false
+	}
+	found := false
+	for _, lease := range view.List(Leases.GroupResource()) {
+		if !slices.ContainsFunc(mapping.Leases, func(glob string) bool { ok, _ := path.Match(glob, lease.Name); return ok }) {
+			continue
+		}
+		found = true
+		name := fmt.Sprintf("Lease %s/%s", lease.Namespace, lease.Name)
+		renewed, ok := leaseRenewTime(lease)
+		if !ok {
+			status.evidence = append(status.evidence, fmt.Sprintf("%s has never been renewed", name))
+			continue
+		}
+		window := max(3*time.Duration(nestedInt(lease, "spec", "leaseDurationSeconds"))*time.Second, 2*time.Minute)
+		age := view.Now().Sub(renewed)
+		holder := nestedString(lease, "spec", "holderIdentity")
+		if age <= window {
+			held = true
+			status.names = append(status.names, name)
+			status.evidence = append(status.evidence, fmt.Sprintf("%s is held by %q, renewed %s ago (within %s): the controller runs", name, holder, duration.HumanDuration(max(age, 0)), window))
+		} else {
+			status.evidence = append(status.evidence, fmt.Sprintf("%s was last renewed %s ago by %q (more than %s): not held", name, duration.HumanDuration(age), holder, window))
+		}
+	}
+	if !found {
+		status.evidence = append(status.evidence, "no Lease is named "+globs)
+	}
+	return held, true
+}
+
+// leaseRenewTime is a Lease's spec.renewTime (a MicroTime), or its acquireTime.
+func leaseRenewTime(lease *Object) (time.Time, bool) {
+	for _, field := range []string{"renewTime", "acquireTime"} {
+		if s := nestedString(lease, "spec", field); s != "" {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				return t, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 func (c controllerMatcher) describe() string {
 	where := "in any namespace"
 	if c.Namespace != "" {
 		where = "in namespace " + c.Namespace
 	}
-	if c.Name != "" {
+	switch {
+	case c.Name != "":
 		return fmt.Sprintf("name %s %s", c.Name, where)
+	case c.Image != "":
+		return fmt.Sprintf("image %s %s", c.Image, where)
 	}
 	return c.Selector + " " + where
 }
@@ -245,11 +358,49 @@ func (c controllerMatcher) matches(view *View) []*Object {
 	}
 	var out []*Object
 	for _, w := range candidates {
-		if (c.selector == nil && w.Name == c.Name) || (c.selector != nil && c.selector.Matches(labels.Set(w.Labels))) {
+		switch {
+		case c.Name != "" && w.Name == c.Name,
+			c.selector != nil && c.selector.Matches(labels.Set(w.Labels)),
+			c.Image != "" && slices.ContainsFunc(containerImages(w), func(image string) bool { return imageMatches(c.Image, image) }):
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// containerImages are the images of a workload's pod template.
+func containerImages(w *Object) []string {
+	var images []string
+	for _, field := range []string{"initContainers", "containers"} {
+		containers, _, _ := unstructured.NestedSlice(w.Content, "spec", "template", "spec", field)
+		for _, c := range containers {
+			if m, ok := c.(map[string]any); ok {
+				if image, ok := m["image"].(string); ok {
+					images = append(images, image)
+				}
+			}
+		}
+	}
+	return images
+}
+
+// imageMatches reports whether glob matches the image's repository, without tag or digest, or
+// the part of it after any "/".
+func imageMatches(glob, image string) bool {
+	repository, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(repository, ":"); i > strings.LastIndex(repository, "/") {
+		repository = repository[:i] // a tag; a colon before the last slash is a registry's port
+	}
+	for {
+		if ok, _ := path.Match(glob, repository); ok {
+			return true
+		}
+		_, rest, found := strings.Cut(repository, "/")
+		if !found {
+			return false
+		}
+		repository = rest
+	}
 }
 
 // desiredReplicas is how many pods a workload wants: spec.replicas (default 1) for Deployments
@@ -267,12 +418,40 @@ func desiredReplicas(w *Object) int64 {
 	return n
 }
 
-// workloadContent is what controller mappings read of workloads: how many pods they want.
+// workloadContent is what controller mappings read of workloads and Leases: how many pods a
+// workload wants, its images, and when a Lease was renewed.
 func workloadContent() []ContentRequest {
+	images := []string{"spec.template.spec.containers", "spec.template.spec.initContainers"}
 	return []ContentRequest{
-		{Resource: Deployments.GroupResource(), Fields: []string{"spec.replicas"}},
-		{Resource: StatefulSets.GroupResource(), Fields: []string{"spec.replicas"}},
-		{Resource: DaemonSets.GroupResource(), Fields: []string{"status.desiredNumberScheduled"}},
+		{Resource: Deployments.GroupResource(), Fields: append([]string{"spec.replicas"}, images...)},
+		{Resource: StatefulSets.GroupResource(), Fields: append([]string{"spec.replicas"}, images...)},
+		{Resource: DaemonSets.GroupResource(), Fields: append([]string{"status.desiredNumberScheduled"}, images...)},
+		{Resource: Leases.GroupResource(), Fields: leaseFields},
+	}
+}
+
+var leaseFields = []string{"spec.holderIdentity", "spec.leaseDurationSeconds", "spec.renewTime", "spec.acquireTime"}
+
+// controllersGone is the fact that a mapping's controllers are gone: read again, every workload
+// that could be one is gone and no Lease is held.
+func controllersGone(mapping *finalizerMapping) Fact {
+	var reads []Read
+	for _, req := range workloadContent() {
+		needed := slices.ContainsFunc(mapping.controllers, func(c controllerMatcher) bool { return c.resource.GroupResource() == req.Resource })
+		if needed || (req.Resource == Leases.GroupResource() && len(mapping.Leases) > 0) {
+			reads = append(reads, Read{Resource: req.Resource, Fields: req.Fields})
+		}
+	}
+	return factOf{
+		key:   "controllers gone " + mapping.Pattern,
+		reads: reads,
+		holds: func(view *View) (bool, string) {
+			status := controllersOf(view, mapping)
+			if status.liveness == gone {
+				return true, fmt.Sprintf("re-checked live: no controller of %q runs or holds a Lease", mapping.Pattern)
+			}
+			return false, fmt.Sprintf("re-checked live: a controller of %q is there now: %s", mapping.Pattern, strings.Join(status.evidence, "; "))
+		},
 	}
 }
 

@@ -3,15 +3,17 @@ package rules
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestDefaultFinalizerOwners pins the shipped mappings to the finalizers the upstream sources add.
 func TestDefaultFinalizerOwners(t *testing.T) {
 	shipped := shippedMappings(t)
-	logging := []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}}
+	logging := []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}, {Kind: "Deployment", Image: "*logging-operator"}}
 	olmOperator := []Controller{{Kind: "Deployment", Name: "olm-operator"}}
 	catalogd := []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}
 	operatorController := []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}}
@@ -35,6 +37,18 @@ func TestDefaultFinalizerOwners(t *testing.T) {
 		require.True(t, ok, finalizer)
 		assert.Equal(t, want, owner.Controllers, finalizer)
 	}
+	// The leader-election IDs of the upstream sources; OLM v0 holds none.
+	leases := map[string][]string{
+		"fluentdconfig.logging.banzaicloud.io/finalizer": {"logging-operator.logging.banzaicloud.io"},
+		"operators.coreos.com/csv-cleanup":               nil,
+		"olm.operatorframework.io/delete-server-cache":   {"catalogd-operator-lock"},
+		"catalogd.operatorframework.io/x":                {"catalogd-operator-lock"},
+		"olm.operatorframework.io/cleanup-unpack-cache":  {"9c4404e7.operatorframework.io"},
+	}
+	for finalizer, want := range leases {
+		owner, _ := shipped.ownerOf(finalizer)
+		assert.Equal(t, want, owner.Leases, finalizer)
+	}
 	_, ok := shipped.ownerOf("example.com/keep")
 	assert.False(t, ok)
 }
@@ -54,15 +68,70 @@ func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
 		{Pattern: "[", Controllers: []Controller{{Kind: "Deployment", Name: "x"}}},
 		{Pattern: "acme.io/*"},
 		{Pattern: "b.io/*", Controllers: []Controller{{Kind: "Pod", Name: "x"}, {Kind: "Deployment", Name: "x", Selector: "a=b"}, {Kind: "DaemonSet", Selector: "a in b"}}},
+		{Pattern: "c.io/*", Controllers: []Controller{{Kind: "Deployment", Image: "[x"}}, Leases: []string{"ok", "[y"}},
 	})
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 5, "every problem, one line each")
+	require.Len(t, lines, 7, "every problem, one line each")
 	assert.Equal(t, []string{
 		`finalizers[0].pattern "[" is not a valid glob`,
 		`finalizers[1] (acme.io/*) has no controllers: name at least one workload that removes these finalizers`,
 		`finalizers[2].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`,
-		`finalizers[2].controllers[1]: set exactly one of name and selector`,
+		`finalizers[2].controllers[1]: set exactly one of name, selector and image`,
 	}, lines[:4])
 	assert.True(t, strings.HasPrefix(lines[4], `finalizers[2].controllers[2].selector "a in b": `), lines[4])
+	assert.Equal(t, []string{`finalizers[3].controllers[0].image "[x" is not a valid glob`, `finalizers[3].leases[1] "[y" is not a valid glob`}, lines[5:])
+}
+
+func TestImageMatches(t *testing.T) {
+	for _, tt := range []struct {
+		glob, image string
+		want        bool
+	}{
+		{"*/logging-operator", "ghcr.io/kube-logging/logging-operator:5.0.0", true},
+		{"*/logging-operator", "kube-logging/logging-operator", true},
+		{"logging-operator", "ghcr.io/kube-logging/logging-operator@sha256:abc", true},
+		{"*logging-operator", "rancher/mirrored-kube-logging-logging-operator:4.10.0", true},
+		{"*logging-operator", "registry.local:5000/logging-operator", true},
+		{"*/logging-operator", "ghcr.io/kube-logging/logging-operator-extras:1", false},
+		{"logging-operator", "registry.local:5000/other", false},
+		{"kube-logging/*", "ghcr.io/kube-logging/fluentd:1", true},
+	} {
+		assert.Equal(t, tt.want, imageMatches(tt.glob, tt.image), "%s ~ %s", tt.glob, tt.image)
+	}
+}
+
+func TestLeasesProveAControllerAlive(t *testing.T) {
+	owners := []FinalizerOwner{{Pattern: "acme.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "acme"}}, Leases: []string{"acme-leader.*"}}}
+	mapping, _ := shippedMappings(t, owners...).ownerOf("acme.io/x")
+	lease := func(name string, renewedAgo time.Duration, durationSeconds int64) *Object {
+		return object(Leases, "acme-system", name, withContent(map[string]any{"spec": map[string]any{
+			"holderIdentity": "acme-7d9f_1", "leaseDurationSeconds": durationSeconds, "renewTime": testNow.Add(-renewedAgo).Format(time.RFC3339Nano)}}))
+	}
+	tests := []struct {
+		name     string
+		coverage Coverage
+		objects  []*Object
+		want     liveness
+		evidence string
+	}{
+		{"renewed 10s ago", Coverage{}, []*Object{lease("acme-leader.io", 10*time.Second, 15)}, running,
+			`Lease acme-system/acme-leader.io is held by "acme-7d9f_1", renewed 10s ago (within 2m0s): the controller runs`},
+		{"renewed within 3 durations", Coverage{}, []*Object{lease("acme-leader.io", 4*time.Minute, 90)}, running, ""},
+		{"renewed long ago", Coverage{}, []*Object{lease("acme-leader.io", time.Hour, 15)}, gone,
+			`Lease acme-system/acme-leader.io was last renewed 60m ago by "acme-7d9f_1" (more than 2m0s): not held`},
+		{"another Lease", Coverage{}, []*Object{lease("other", time.Second, 15)}, gone, "no Lease is named acme-leader.*"},
+		{"a Lease wins over a workload scaled to 0", Coverage{}, []*Object{lease("acme-leader.io", time.Second, 15), workload(Deployments, "acme-system", "acme", 0)}, running, ""},
+		{"Leases not listed: unknown", Coverage{Unlisted: []schema.GroupResource{Leases.GroupResource()}}, nil, unknown,
+			"Leases were not all listed (filters or errors): cannot tell whether acme-leader.* is held"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := controllersOf(viewWith(tt.coverage, tt.objects...), mapping)
+			assert.Equal(t, tt.want, status.liveness, status.evidence)
+			if tt.evidence != "" {
+				assert.Contains(t, status.evidence, tt.evidence)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -137,12 +138,14 @@ func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Findi
 		if len(stale) > 0 {
 			reason += "; its owner is a deleted Subscription"
 		}
+		action := SetOwnerReferences{Add: add, Remove: stale}
 		return Finding{
 			Severity: SeverityWarning,
 			Object:   plan.Ref(),
 			Reason:   reason,
 			Evidence: evidence,
-			Action:   SetOwnerReferences{Add: add, Remove: stale},
+			Action:   action,
+			Facts:    []Fact{sameOwners(plan, action)},
 		}, true
 	case len(uses) == 0 && liveOwners == 0 && subsKnown:
 		return Finding{
@@ -153,4 +156,24 @@ func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Findi
 		}, true
 	}
 	return Finding{}, false
+}
+
+// sameOwners is the fact that the Subscriptions of the plan's namespace, read again, call for the
+// same change of its owners: no Subscription re-created, none of the owners to drop back.
+func sameOwners(plan *Object, action SetOwnerReferences) Fact {
+	return factOf{
+		key: "owners of InstallPlan " + plan.Namespace + "/" + plan.Name + " " + action.String(),
+		reads: []Read{
+			{Resource: InstallPlans.GroupResource(), Namespace: plan.Namespace, Name: plan.Name},
+			{Resource: subscriptionContent.Resource, Namespace: plan.Namespace, Fields: subscriptionContent.Fields},
+		},
+		holds: func(view *View) (bool, string) {
+			for _, f := range (InstallPlanOwners{}).Plan(context.Background(), view) {
+				if f.Object.UID == plan.UID && reflect.DeepEqual(f.Action, action) {
+					return true, "re-checked live: the Subscriptions of " + plan.Namespace + " still call for it"
+				}
+			}
+			return false, "re-checked live: the Subscriptions of " + plan.Namespace + " changed; they no longer call for " + action.String()
+		},
+	}
 }

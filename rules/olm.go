@@ -19,6 +19,12 @@ func nestedString(obj *Object, fields ...string) string {
 	return s
 }
 
+// nestedInt reads an integer field of an object's content; 0 if absent.
+func nestedInt(obj *Object, fields ...string) int64 {
+	n, _, _ := unstructured.NestedInt64(obj.Content, fields...)
+	return n
+}
+
 // splitOperatorName splits an Operator's name, <package>.<namespace>, at its last dot: a
 // namespace has no dots, a package may.
 func splitOperatorName(name string) (pkg, namespace string, ok bool) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // OLMRBACName is the name of rule olm-rbac.
@@ -17,8 +18,11 @@ const OLMRBACName = "olm-rbac"
 // OLM's csv-cleanup finalizer deletes; a leftover webhook can block API requests), and Roles and
 // RoleBindings, labelled olm.owner=<csv>, olm.owner.namespace=<namespace>,
 // olm.owner.kind=ClusterServiceVersion, whose CSV no longer exists, or is terminating while OLM is
-// gone. While OLM runs, or is scaled to 0, it is OLM's job. Deleting is opt-in
-// (rules.olm-rbac.delete); without it the findings are reported as skipped.
+// gone. While OLM runs, or is scaled to 0, it is OLM's job; what has an ownerReference to the CSV
+// (OLM's Roles and RoleBindings) is the garbage collector's, and only reported. Deleting is opt-in
+// (rules.olm-rbac.delete); without it the findings are reported as skipped. Before a delete, the
+// CSV (and whether OLM runs) is read again, live: an operator installed or upgraded while the
+// sweeper ran keeps its RBAC.
 type OLMRBAC struct {
 	args     OLMRBACArgs
 	mappings FinalizerMappings
@@ -97,7 +101,12 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 			if !ok || obj.DeletionTimestamp != nil {
 				continue
 			}
-			evidence := []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)}
+			f := Finding{
+				Severity: SeverityWarning,
+				Object:   obj.Ref(),
+				Evidence: []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)},
+				Action:   Delete{},
+			}
 			var reason string
 			csv, exists := view.Get(ClusterServiceVersions.GroupResource(), csvNamespace, csvName)
 			switch {
@@ -105,7 +114,8 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 				continue // cannot tell; the CSV may well exist
 			case !exists:
 				reason = fmt.Sprintf("ClusterServiceVersion %s/%s no longer exists", csvNamespace, csvName)
-				evidence = append(evidence, reason)
+				f.Evidence = append(f.Evidence, reason)
+				f.Facts = []Fact{ObjectAbsent{ClusterServiceVersions, csvNamespace, csvName}}
 			case csv.DeletionTimestamp == nil:
 				continue // the CSV is alive; this is its RBAC
 			case !mapped:
@@ -119,21 +129,36 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 					continue // OLM runs, is scaled to 0 (orphaned-finalizers warns), or cannot be seen
 				}
 				reason = fmt.Sprintf("ClusterServiceVersion %s/%s is terminating and OLM is gone", csvNamespace, csvName)
-				evidence = append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s is terminating, waiting on %s", csvNamespace, csvName, csvCleanupFinalizer))
-				evidence = append(evidence, olmStatus.evidence...)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("ClusterServiceVersion %s/%s is terminating, waiting on %s", csvNamespace, csvName, csvCleanupFinalizer))
+				f.Evidence = append(f.Evidence, olmStatus.evidence...)
+				f.Facts = []Fact{ObjectTerminating{ClusterServiceVersions, csvNamespace, csvName, csv.UID}, controllersGone(olm)}
 			}
-			f := Finding{
-				Severity: SeverityWarning,
-				Object:   obj.Ref(),
-				Reason:   fmt.Sprintf("%s; its %s is left behind", reason, obj.Resource.Kind),
-				Evidence: evidence,
-				Action:   Delete{},
-			}
-			if !r.args.Delete {
+			f.Reason = fmt.Sprintf("%s; its %s is left behind", reason, obj.Resource.Kind)
+			if owner, collected := collectedWithCSV(view, obj); collected {
+				// The garbage collector deletes it once it sees the CSV gone: not the sweeper's job.
+				f.Severity, f.Action, f.Facts = SeverityInfo, nil, nil
+				f.Reason = fmt.Sprintf("%s; the garbage collector deletes its %s", reason, obj.Resource.Kind)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("owned by ClusterServiceVersion %s (uid %s): the garbage collector deletes it once the CSV is gone", owner.Name, owner.UID))
+			} else if !r.args.Delete {
 				f.OptIn = "rules.olm-rbac.delete"
 			}
 			findings = append(findings, f)
 		}
 	}
 	return findings
+}
+
+// collectedWithCSV returns the ownerReference to a ClusterServiceVersion by which the garbage
+// collector deletes obj, if there is one and the collector can resolve it: it cannot once the
+// ClusterServiceVersion CRD is gone (kubernetes#102641), and then obj is the sweeper's to delete.
+func collectedWithCSV(view *View, obj *Object) (metav1.OwnerReference, bool) {
+	if _, served := view.Listed(ClusterServiceVersions.GroupResource()); !served {
+		return metav1.OwnerReference{}, false
+	}
+	for _, ref := range obj.OwnerReferences {
+		if ref.Kind == ClusterServiceVersions.Kind && strings.HasPrefix(ref.APIVersion, ClusterServiceVersions.Group+"/") {
+			return ref, true
+		}
+	}
+	return metav1.OwnerReference{}, false
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -17,13 +16,17 @@ import (
 // OperatorLeftovers reports what a deleted Subscription left behind (F2): every object in the
 // status.components.refs of its cluster-scoped Operator (operators.coreos.com/v1, named
 // <package>.<namespace>), and the Operator itself; and every ClusterServiceVersion that no
-// Subscription in its namespace installed (OLM's copies excluded). It only reports, unless the
-// kind is listed in Delete (rules.operator-leftovers.delete): then it deletes, with a UID
-// precondition. A CustomResourceDefinition is deleted only when listed explicitly, since that
-// deletes every custom resource of it, and never while a ClusterServiceVersion still owns or
-// requires it.
+// Subscription in its namespace installed (OLM's copies excluded). Left behind means abandoned,
+// not just unmanaged: an operator whose CSV succeeded runs without a Subscription (deleted on
+// purpose, or being re-created), and is only reported; OLM's own CSVs (packageserver) have none by
+// design and are left alone; an object another Operator lists, whose Subscription exists, is
+// shared and kept. It only reports, unless the kind is listed in rules.operator-leftovers.delete:
+// then it deletes, once the Subscription is confirmed absent, live. A CustomResourceDefinition is
+// deleted only when listed explicitly, since that deletes every custom resource of it, and never
+// while a ClusterServiceVersion still owns or requires it.
 type OperatorLeftovers struct {
-	args OperatorLeftoversArgs
+	args   OperatorLeftoversArgs
+	delete map[schema.GroupKind]Resource
 }
 
 // OperatorLeftoversName is the name of rule operator-leftovers.
@@ -32,22 +35,48 @@ const OperatorLeftoversName = "operator-leftovers"
 // OperatorLeftoversArgs are the arguments of operator-leftovers: rules.operator-leftovers in the
 // config file.
 type OperatorLeftoversArgs struct {
-	// Delete lists the kinds whose leftovers are deleted ("ClusterServiceVersion",
-	// "InstallPlan", …); CustomResourceDefinition deletes user data.
+	// Delete lists the kinds whose leftovers are deleted, with their API group:
+	// "ClusterServiceVersion.operators.coreos.com", "Service" (the core group);
+	// "CustomResourceDefinition.apiextensions.k8s.io" deletes user data.
 	Delete []string `json:"delete,omitempty"`
 }
 
-// NewOperatorLeftovers builds operator-leftovers; every kind to delete must be one OLM lists as a
-// component.
+// leftoverKinds are the kinds OLM lists as an operator's components: the kinds operator-leftovers
+// can be told to delete.
+var leftoverKinds = []Resource{ClusterServiceVersions, InstallPlans, Operators, OperatorConditions, CustomResourceDefinitions,
+	ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ServiceAccounts, Services, ConfigMaps, Secrets, Deployments,
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices}
+
+// NewOperatorLeftovers builds operator-leftovers. Every kind to delete names its group, but for
+// the core group's, and is one OLM lists as a component: "Service" alone is never a Knative
+// Service.
 func NewOperatorLeftovers(args OperatorLeftoversArgs, _ Settings) (OperatorLeftovers, error) {
+	r := OperatorLeftovers{args: args, delete: map[schema.GroupKind]Resource{}}
 	var errs []error
-	for i, kind := range args.Delete {
-		if _, ok := leftoverKinds[kind]; !ok {
-			errs = append(errs, fmt.Errorf("rules.operator-leftovers.delete[%d] %q is not a kind OLM lists as a component; use one of %s",
-				i, kind, strings.Join(slices.Sorted(maps.Keys(leftoverKinds)), ", ")))
+	for i, entry := range args.Delete {
+		gk := schema.ParseGroupKind(entry)
+		if at := slices.IndexFunc(leftoverKinds, func(k Resource) bool { return k.Kind == gk.Kind && k.Group == gk.Group }); at >= 0 {
+			r.delete[gk] = leftoverKinds[at]
+			continue
 		}
+		if at := slices.IndexFunc(leftoverKinds, func(k Resource) bool { return k.Kind == gk.Kind }); at >= 0 && gk.Group == "" {
+			errs = append(errs, fmt.Errorf("rules.operator-leftovers.delete[%d] %q names no API group and is not a core kind: write %s.%s",
+				i, entry, gk.Kind, leftoverKinds[at].Group))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("rules.operator-leftovers.delete[%d] %q is not a kind OLM lists as a component; use one of %s",
+			i, entry, strings.Join(leftoverKindNames(), ", ")))
 	}
-	return OperatorLeftovers{args: args}, errors.Join(errs...)
+	return r, errors.Join(errs...)
+}
+
+func leftoverKindNames() []string {
+	names := make([]string, 0, len(leftoverKinds))
+	for _, k := range leftoverKinds {
+		names = append(names, schema.GroupKind{Group: k.Group, Kind: k.Kind}.String())
+	}
+	slices.Sort(names)
+	return names
 }
 
 var (
@@ -55,20 +84,14 @@ var (
 	_ Authorized    = OperatorLeftovers{}
 )
 
-// leftoverKinds are the kinds OLM lists as an operator's components, and their resources: the
-// kinds operator-leftovers can be told to delete.
-var leftoverKinds = resourcesByKind(ClusterServiceVersions, InstallPlans, Operators, OperatorConditions, CustomResourceDefinitions,
-	ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ServiceAccounts, Services, ConfigMaps, Secrets, Deployments,
-	MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices)
-
 // Name implements Rule.
 func (OperatorLeftovers) Name() string { return OperatorLeftoversName }
 
 // PolicyRules implements Authorized: delete on the opted-in kinds.
 func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {
 	resources := make([]Resource, 0, len(r.args.Delete))
-	for _, kind := range r.args.Delete {
-		resources = append(resources, leftoverKinds[kind]) // validated
+	for _, entry := range r.args.Delete {
+		resources = append(resources, r.delete[schema.ParseGroupKind(entry)]) // validated
 	}
 	return deletePolicy(resources)
 }
@@ -78,56 +101,174 @@ func (OperatorLeftovers) ReadsContent() []ContentRequest {
 	return []ContentRequest{
 		subscriptionContent,
 		{Resource: Operators.GroupResource(), Fields: []string{"status.components.refs"}},
-		{Resource: ClusterServiceVersions.GroupResource(), Fields: []string{"spec.customresourcedefinitions"}},
+		{Resource: ClusterServiceVersions.GroupResource(), Fields: append([]string{"status.phase"}, csvCRDFields...)},
 	}
 }
 
-// leftover is an object found left behind, with why.
+// leftover is an object found left behind, with why, and the facts that make it so.
 type leftover struct {
 	obj      *Object
 	reason   string
 	evidence []string
+	facts    []Fact
+}
+
+// operatorOf is an Operator object, split into its package and namespace.
+type operatorOf struct {
+	obj          *Object
+	pkg, ns      string
+	subscription *Object
 }
 
 // Plan implements Rule.
 func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
+	var findings []Finding
 	var leftovers []leftover
 	found := map[types.UID]bool{} // an object listed twice is reported once
-	add := func(obj *Object, reason string, evidence ...string) {
-		if !found[obj.UID] && obj.DeletionTimestamp == nil {
-			found[obj.UID] = true
-			leftovers = append(leftovers, leftover{obj, reason, evidence})
+	add := func(l leftover) {
+		if !found[l.obj.UID] && l.obj.DeletionTimestamp == nil {
+			found[l.obj.UID] = true
+			leftovers = append(leftovers, l)
+		}
+	}
+	unmanaged := func(csv *Object, why string) {
+		if !found[csv.UID] {
+			found[csv.UID] = true
+			findings = append(findings, Finding{Severity: SeverityInfo, Object: csv.Ref(), Reason: "unmanaged: " + why,
+				Evidence: []string{"a ClusterServiceVersion that succeeded runs; only one that did not is left behind, and only its Subscription's deletion abandons it"}})
 		}
 	}
 
-	for _, op := range view.List(Operators.GroupResource()) {
-		pkg, ns, ok := splitOperatorName(op.Name)
-		if !ok || !view.Observed(Subscriptions.GroupResource(), ns) || subscriptionFor(view, op.Name, pkg, ns) != nil {
+	operators := operatorsOf(view)
+	shared := sharedComponents(view, operators)
+	for _, op := range operators {
+		if op.subscription != nil || !view.Observed(Subscriptions.GroupResource(), op.ns) {
 			continue
 		}
-		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", ns, pkg, pkg, op.Name)
-		refs, _, _ := unstructured.NestedSlice(op.Content, "status", "components", "refs")
+		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)
+		if running := runningCSVs(view, op); len(running) > 0 {
+			for _, csv := range running {
+				unmanaged(csv, "no Subscription, but it runs (phase Succeeded)")
+			}
+			continue // its components are a running operator's
+		}
+		facts := []Fact{operatorAbandoned(op)}
+		refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
 		for _, ref := range refs {
 			if obj, ok := referenced(view, ref); ok { // else already gone
-				add(obj, "subscription deleted; left behind", fmt.Sprintf("Operator %s lists it in status.components.refs", op.Name), gone)
+				evidence := []string{fmt.Sprintf("Operator %s lists it in status.components.refs", op.obj.Name), gone}
+				if with, ok := shared[obj.UID]; ok {
+					evidence = append(evidence, with)
+				}
+				add(leftover{obj, "subscription deleted; left behind", evidence, facts})
 			}
 		}
-		add(op, "subscription deleted; left behind", fmt.Sprintf("the Operator of package %s in namespace %s", pkg, ns), gone)
+		add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, facts})
 	}
 	for _, csv := range view.List(ClusterServiceVersions.GroupResource()) {
-		if copiedCSV(csv) || !view.Observed(Subscriptions.GroupResource(), csv.Namespace) || installed(view, csv) {
+		if copiedCSV(csv) || olmsOwnCSV(csv) || !view.Observed(Subscriptions.GroupResource(), csv.Namespace) || installed(view, csv) {
 			continue
 		}
-		add(csv, "no Subscription installed it; left behind",
-			fmt.Sprintf("no Subscription in namespace %s has it as status.installedCSV or status.currentCSV, or is of the operator it is labelled with", csv.Namespace))
+		if nestedString(csv, "status", "phase") == "Succeeded" {
+			unmanaged(csv, "no Subscription, but it runs (phase Succeeded)")
+			continue
+		}
+		add(leftover{csv, "no Subscription installed it; left behind",
+			[]string{fmt.Sprintf("no Subscription in namespace %s has it as status.installedCSV or status.currentCSV, or is of the operator it is labelled with", csv.Namespace)},
+			[]Fact{csvNotInstalled(csv)}})
 	}
 
 	crds := indexCRDs(view)
-	findings := make([]Finding, 0, len(leftovers))
 	for _, l := range leftovers {
-		findings = append(findings, r.finding(view, crds, l, found))
+		findings = append(findings, r.finding(view, crds, l, found, shared))
 	}
 	return findings
+}
+
+// operatorsOf lists the Operators whose name splits into a package and a namespace, with their
+// Subscription, if one exists.
+func operatorsOf(view *View) []operatorOf {
+	var operators []operatorOf
+	for _, obj := range view.List(Operators.GroupResource()) {
+		if pkg, ns, ok := splitOperatorName(obj.Name); ok {
+			operators = append(operators, operatorOf{obj: obj, pkg: pkg, ns: ns, subscription: subscriptionFor(view, obj.Name, pkg, ns)})
+		}
+	}
+	return operators
+}
+
+// sharedComponents says, by UID, which objects an Operator whose Subscription exists lists among
+// its components: those are not left behind when another's Subscription goes.
+func sharedComponents(view *View, operators []operatorOf) map[types.UID]string {
+	shared := map[types.UID]string{}
+	for _, op := range operators {
+		if op.subscription == nil {
+			continue
+		}
+		refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
+		for _, ref := range refs {
+			if obj, ok := referenced(view, ref); ok {
+				shared[obj.UID] = fmt.Sprintf("also listed by Operator %s, whose Subscription %s/%s exists: shared, kept", op.obj.Name, op.ns, op.subscription.Name)
+			}
+		}
+	}
+	return shared
+}
+
+// runningCSVs are the CSVs of an operator (labelled operators.coreos.com/<operator>, in its
+// namespace) whose phase is Succeeded.
+func runningCSVs(view *View, op operatorOf) []*Object {
+	var running []*Object
+	for _, csv := range view.InNamespace(ClusterServiceVersions.GroupResource(), op.ns) {
+		if _, labelled := csv.Labels["operators.coreos.com/"+op.obj.Name]; labelled && !copiedCSV(csv) && nestedString(csv, "status", "phase") == "Succeeded" {
+			running = append(running, csv)
+		}
+	}
+	return running
+}
+
+// olmsOwnCSV reports whether OLM installed a CSV itself, without a Subscription: its
+// packageserver (labelled olm.version), or one it reports as a cluster operator
+// (olm.clusteroperator.name, on OpenShift).
+func olmsOwnCSV(csv *Object) bool {
+	_, clusterOperator := csv.Labels["olm.clusteroperator.name"]
+	_, versioned := csv.Labels["olm.version"]
+	return clusterOperator || (versioned && csv.Name == "packageserver")
+}
+
+// operatorAbandoned is the fact that an operator is still abandoned: read again, no Subscription
+// is its, and none of its CSVs succeeded.
+func operatorAbandoned(op operatorOf) Fact {
+	return factOf{
+		key: "abandoned operator " + op.obj.Name,
+		reads: []Read{
+			{Resource: subscriptionContent.Resource, Namespace: op.ns, Fields: subscriptionContent.Fields},
+			{Resource: ClusterServiceVersions.GroupResource(), Namespace: op.ns, Fields: []string{"status.phase"}},
+		},
+		holds: func(view *View) (bool, string) {
+			if sub := subscriptionFor(view, op.obj.Name, op.pkg, op.ns); sub != nil {
+				return false, fmt.Sprintf("re-checked live: Subscription %s/%s is the operator's now", op.ns, sub.Name)
+			}
+			if running := runningCSVs(view, op); len(running) > 0 {
+				return false, fmt.Sprintf("re-checked live: ClusterServiceVersion %s/%s of the operator runs now", op.ns, running[0].Name)
+			}
+			return true, fmt.Sprintf("re-checked live: still no Subscription of operator %s, and none of its CSVs runs", op.obj.Name)
+		},
+	}
+}
+
+// csvNotInstalled is the fact that no Subscription installed a CSV: read again, none does.
+func csvNotInstalled(csv *Object) Fact {
+	return factOf{
+		key:   "not installed ClusterServiceVersion " + csv.Namespace + "/" + csv.Name,
+		reads: []Read{{Resource: subscriptionContent.Resource, Namespace: csv.Namespace, Fields: subscriptionContent.Fields}},
+		holds: func(view *View) (bool, string) {
+			if installed(view, csv) {
+				return false, fmt.Sprintf("re-checked live: a Subscription in %s installed it now", csv.Namespace)
+			}
+			return true, fmt.Sprintf("re-checked live: still no Subscription in %s installed it", csv.Namespace)
+		},
+	}
 }
 
 // subscriptionFor returns the Subscription of an Operator: by its label, its name or its package.
@@ -179,46 +320,76 @@ func referenced(view *View, ref any) (*Object, bool) {
 	return view.Get(r.GroupResource(), namespace, name)
 }
 
-// finding reports a leftover, with a delete that needs an opt-in for its kind. A CRD is deleted
-// only when every ClusterServiceVersion was listed, none that is not left behind owns or requires
-// it, and those left behind that do are deleted first.
-func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftovers map[types.UID]bool) Finding {
+// finding reports a leftover, with a delete that needs an opt-in for its kind and group. What
+// another operator shares is kept. A CRD is deleted only when every ClusterServiceVersion was
+// listed, none that is not left behind owns or requires it, and those left behind that do are
+// deleted first.
+func (r OperatorLeftovers) finding(view *View, crds crdIndex, l leftover, leftovers map[types.UID]bool, shared map[types.UID]string) Finding {
 	f := Finding{
 		Severity: SeverityWarning,
 		Object:   l.obj.Ref(),
 		Reason:   l.reason,
 		Evidence: l.evidence,
 		Action:   Delete{},
+		Facts:    l.facts,
 	}
-	kind := l.obj.Resource.Kind
-	if l.obj.Resource.GroupResource() == CustomResourceDefinitions.GroupResource() {
-		f.Evidence = append(f.Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
-		if !view.Observed(ClusterServiceVersions.GroupResource(), "") {
-			f.Evidence = append(f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
-			f.Action = nil
-			return f
-		}
-		var live, leftBehind []string
-		for _, csv := range crds.users[l.obj.Name] {
-			name := "ClusterServiceVersion " + csv.Namespace + "/" + csv.Name
-			if leftovers[csv.UID] {
-				leftBehind = append(leftBehind, name)
-				f.DependsOn = append(f.DependsOn, csv.Ref())
-			} else {
-				live = append(live, name)
-			}
-		}
-		if len(live) > 0 {
-			f.Evidence = append(f.Evidence, "still owned or required by "+strings.Join(live, ", ")+": not deleted")
-			f.Action, f.DependsOn = nil, nil
-			return f
-		}
-		if len(leftBehind) > 0 {
-			f.Evidence = append(f.Evidence, "deleted only after "+strings.Join(leftBehind, ", ")+", left behind too, which owns or requires it")
-		}
+	if _, ok := shared[l.obj.UID]; ok {
+		f.Severity, f.Action, f.Facts = SeverityInfo, nil, nil
+		return f
 	}
-	if !slices.Contains(r.args.Delete, kind) {
-		f.OptIn = fmt.Sprintf("rules.operator-leftovers.delete: [%s]", kind)
+	if l.obj.Resource.GroupResource() == CustomResourceDefinitions.GroupResource() && !r.crdMayGo(view, crds, l.obj, leftovers, &f) {
+		f.Action, f.DependsOn, f.Facts = nil, nil, nil
+		return f
+	}
+	gk := schema.GroupKind{Group: l.obj.Resource.Group, Kind: l.obj.Resource.Kind}
+	if _, ok := r.delete[gk]; !ok {
+		f.OptIn = fmt.Sprintf("rules.operator-leftovers.delete: [%s]", gk)
 	}
 	return f
+}
+
+// crdMayGo says whether a leftover CRD may be deleted, and adds to f why, what it waits for, and
+// the fact it rests on.
+func (r OperatorLeftovers) crdMayGo(view *View, crds crdIndex, crd *Object, leftovers map[types.UID]bool, f *Finding) bool {
+	f.Evidence = append(f.Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
+	if !view.Observed(ClusterServiceVersions.GroupResource(), "") {
+		f.Evidence = append(f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
+		return false
+	}
+	var live, leftBehind []string
+	for _, csv := range crds.users[crd.Name] {
+		name := "ClusterServiceVersion " + csv.Namespace + "/" + csv.Name
+		if leftovers[csv.UID] {
+			leftBehind = append(leftBehind, name)
+			f.DependsOn = append(f.DependsOn, csv.Ref())
+		} else {
+			live = append(live, name)
+		}
+	}
+	if len(live) > 0 {
+		f.Evidence = append(f.Evidence, "still owned or required by "+strings.Join(live, ", ")+": not deleted")
+		return false
+	}
+	if len(leftBehind) > 0 {
+		f.Evidence = append(f.Evidence, "deleted only after "+strings.Join(leftBehind, ", ")+", left behind too, which owns or requires it")
+	}
+	f.Facts = append(f.Facts, crdUnused(crd.Name, f.DependsOn))
+	return true
+}
+
+// crdUnused is the fact that no ClusterServiceVersion but those deleted first owns or requires a
+// CRD: read again, every CSV says so.
+func crdUnused(crdName string, deletedFirst []ObjectRef) Fact {
+	return factOf{
+		key:   "unused CRD " + crdName,
+		reads: []Read{{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields}},
+		holds: func(view *View) (bool, string) {
+			for _, csv := range indexCRDs(view).users[crdName] {
+				if !slices.ContainsFunc(deletedFirst, func(ref ObjectRef) bool { return ref.UID == csv.UID }) {
+					return false, fmt.Sprintf("re-checked live: ClusterServiceVersion %s/%s owns or requires it now", csv.Namespace, csv.Name)
+				}
+			}
+			return true, "re-checked live: no other ClusterServiceVersion owns or requires it"
+		},
+	}
 }

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,13 +51,15 @@ func TestOperatorLeftovers(t *testing.T) {
 			assert.Equal(t, "subscription deleted; left behind", f.Reason, kind)
 			assert.Contains(t, f.Evidence, "no Subscription in namespace operators is named etcd, has spec.name etcd or carries label operators.coreos.com/etcd.operators", kind)
 			assert.Equal(t, Delete{}, f.Action, kind)
-			assert.Equal(t, "rules.operator-leftovers.delete: ["+kind+"]", f.OptIn, kind)
+			group := f.Object.Resource.Group
+			assert.Equal(t, "rules.operator-leftovers.delete: ["+kind+"."+group+"]", f.OptIn, kind)
+			assert.Len(t, f.Facts, map[bool]int{true: 2, false: 1}[kind == "CustomResourceDefinition"], "%s: the Subscription's absence (and the CRD's use) is read again", kind)
 		}
 		assert.Contains(t, got["ClusterServiceVersion"].Evidence, "Operator etcd.operators lists it in status.components.refs")
 		assert.Contains(t, got["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
 	})
 	t.Run("opted-in kinds are deleted, the others not", func(t *testing.T) {
-		findings := OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion", "InstallPlan"}}}.Plan(context.Background(), viewWith(Coverage{}, debris...))
+		findings := leftoversDeleting(t, "ClusterServiceVersion.operators.coreos.com", "InstallPlan.operators.coreos.com").Plan(context.Background(), viewWith(Coverage{}, debris...))
 		optIn := map[string]string{}
 		for _, f := range findings {
 			optIn[f.Object.Kind] = f.OptIn
@@ -63,9 +67,9 @@ func TestOperatorLeftovers(t *testing.T) {
 		assert.Equal(t, map[string]string{
 			"ClusterServiceVersion":    "",
 			"InstallPlan":              "",
-			"ClusterRole":              "rules.operator-leftovers.delete: [ClusterRole]",
-			"CustomResourceDefinition": "rules.operator-leftovers.delete: [CustomResourceDefinition]",
-			"Operator":                 "rules.operator-leftovers.delete: [Operator]",
+			"ClusterRole":              "rules.operator-leftovers.delete: [ClusterRole.rbac.authorization.k8s.io]",
+			"CustomResourceDefinition": "rules.operator-leftovers.delete: [CustomResourceDefinition.apiextensions.k8s.io]",
+			"Operator":                 "rules.operator-leftovers.delete: [Operator.operators.coreos.com]",
 		}, optIn)
 	})
 	t.Run("a CRD another CSV still owns or requires is never deleted", func(t *testing.T) {
@@ -73,19 +77,19 @@ func TestOperatorLeftovers(t *testing.T) {
 			o.Content["spec"].(map[string]any)["customresourcedefinitions"].(map[string]any)["required"] = []any{map[string]any{"name": "etcdclusters.etcd.database.coreos.com"}}
 		})
 		backupSub := object(Subscriptions, "monitoring", "backup", withContent(map[string]any{"status": map[string]any{"installedCSV": "backup.v1"}}))
-		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition"}}}.Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...)), "CustomResourceDefinition")
+		f := findingOf(t, leftoversDeleting(t, "CustomResourceDefinition.apiextensions.k8s.io").Plan(context.Background(), viewWith(Coverage{}, append(debris, other, backupSub)...)), "CustomResourceDefinition")
 		assert.Nil(t, f.Action)
 		assert.Contains(t, f.Evidence, "still owned or required by ClusterServiceVersion monitoring/backup.v1: not deleted")
 	})
 	t.Run("a CRD goes after the leftover CSV that owns it", func(t *testing.T) {
-		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition", "ClusterServiceVersion"}}}.Plan(context.Background(), viewWith(Coverage{}, debris...)), "CustomResourceDefinition")
+		f := findingOf(t, leftoversDeleting(t, "CustomResourceDefinition.apiextensions.k8s.io", "ClusterServiceVersion.operators.coreos.com").Plan(context.Background(), viewWith(Coverage{}, debris...)), "CustomResourceDefinition")
 		assert.Equal(t, Delete{}, f.Action)
 		assert.Equal(t, []ObjectRef{csvObj.Ref()}, f.DependsOn)
 		assert.Contains(t, f.Evidence, "deleted only after ClusterServiceVersion operators/etcdoperator.v0.9.4, left behind too, which owns or requires it")
 	})
 	t.Run("a CRD is not deleted when a CSV may be unseen", func(t *testing.T) {
 		coverage := Coverage{Namespaces: []string{"operators"}}
-		f := findingOf(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"CustomResourceDefinition"}}}.Plan(context.Background(), viewWith(coverage, debris...)), "CustomResourceDefinition")
+		f := findingOf(t, leftoversDeleting(t, "CustomResourceDefinition.apiextensions.k8s.io").Plan(context.Background(), viewWith(coverage, debris...)), "CustomResourceDefinition")
 		assert.Nil(t, f.Action)
 		assert.Contains(t, f.Evidence, "ClusterServiceVersions were not all listed: one may still own or require it; not deleted")
 	})
@@ -130,6 +134,14 @@ func TestSplitOperatorName(t *testing.T) {
 	}
 }
 
+// leftoversDeleting is operator-leftovers opted in to delete kinds.
+func leftoversDeleting(t *testing.T, kinds ...string) OperatorLeftovers {
+	t.Helper()
+	r, err := NewOperatorLeftovers(OperatorLeftoversArgs{Delete: kinds}, Settings{})
+	require.NoError(t, err)
+	return r
+}
+
 // findingOf returns the one finding about an object of kind.
 func findingOf(t *testing.T, findings []Finding, kind string) Finding {
 	t.Helper()
@@ -141,4 +153,80 @@ func findingOf(t *testing.T, findings []Finding, kind string) Finding {
 	}
 	require.Len(t, found, 1, "findings about a %s", kind)
 	return found[0]
+}
+
+func TestLeftoversMustBeAbandoned(t *testing.T) {
+	succeeded := func(o *Object) { o.Content["status"] = map[string]any{"phase": "Succeeded"} }
+	crdName := "etcdclusters.etcd.database.coreos.com"
+	running := csv("operators", "etcdoperator.v0.9.4", []string{crdName}, withLabels("operators.coreos.com/etcd.operators", ""), succeeded)
+	crd := object(CustomResourceDefinitions, "", crdName)
+	op := operatorObject(
+		ref("operators.coreos.com/v1alpha1", "ClusterServiceVersion", "operators", "etcdoperator.v0.9.4"),
+		ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crdName),
+	)
+	packageServer := csv("olm", "packageserver", nil, withLabels("olm.version", "v0.28.0"), succeeded)
+	clusterOperator := csv("openshift-operator-lifecycle-manager", "packageserver", nil, withLabels("olm.clusteroperator.name", "operator-lifecycle-manager-packageserver"))
+	rule := leftoversDeleting(t, "ClusterServiceVersion.operators.coreos.com", "CustomResourceDefinition.apiextensions.k8s.io", "Operator.operators.coreos.com")
+
+	findings := rule.Plan(context.Background(), viewWith(Coverage{}, running, crd, op, packageServer, clusterOperator))
+
+	require.Len(t, findings, 1, "only the running CSV is reported; OLM's own are not; the running operator's CRD and Operator are not leftovers")
+	f := findings[0]
+	assert.Equal(t, running.Ref(), f.Object)
+	assert.Equal(t, SeverityInfo, f.Severity)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
+	assert.Nil(t, f.Action)
+}
+
+func TestSharedComponentsAreKept(t *testing.T) {
+	shared := object(ConfigMaps, "operators", "shared")
+	mine := object(ConfigMaps, "operators", "mine")
+	abandoned := object(Operators, "", "etcd.operators", withContent(map[string]any{"status": map[string]any{"components": map[string]any{"refs": []any{
+		ref("v1", "ConfigMap", "operators", "shared"), ref("v1", "ConfigMap", "operators", "mine")}}}}))
+	live := object(Operators, "", "backup.operators", withContent(map[string]any{"status": map[string]any{"components": map[string]any{"refs": []any{
+		ref("v1", "ConfigMap", "operators", "shared")}}}}))
+	sub := object(Subscriptions, "operators", "backup")
+
+	findings := leftoversDeleting(t, "ConfigMap").Plan(context.Background(), viewWith(Coverage{}, shared, mine, abandoned, live, sub))
+
+	kept := findingAbout(t, findings, shared)
+	assert.Nil(t, kept.Action)
+	assert.Equal(t, SeverityInfo, kept.Severity)
+	assert.Contains(t, kept.Evidence, "also listed by Operator backup.operators, whose Subscription operators/backup exists: shared, kept")
+	assert.Equal(t, Delete{}, findingAbout(t, findings, mine).Action)
+	assert.Empty(t, findingAbout(t, findings, mine).OptIn)
+}
+
+func TestLeftoverOptInNamesTheGroup(t *testing.T) {
+	knative := Resource{GroupVersionResource: schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}, Kind: "Service", Namespaced: true}
+	hello := object(knative, "operators", "hello")
+	metrics := object(Services, "operators", "metrics")
+	op := operatorObject(ref("serving.knative.dev/v1", "Service", "operators", "hello"), ref("v1", "Service", "operators", "metrics"))
+	view := NewView(testNow, append(slices.Clone(allTestResources), knative), Coverage{}, []*Object{hello, metrics, op})
+
+	findings := leftoversDeleting(t, "Service").Plan(context.Background(), view)
+
+	assert.Empty(t, findingAbout(t, findings, metrics).OptIn, "Service is the core group's")
+	assert.Equal(t, "rules.operator-leftovers.delete: [Service.serving.knative.dev]", findingAbout(t, findings, hello).OptIn)
+}
+
+func TestLeftoverOptInErrors(t *testing.T) {
+	_, err := NewOperatorLeftovers(OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion", "Service.serving.knative.dev", "Secret"}}, Settings{})
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, `rules.operator-leftovers.delete[0] "ClusterServiceVersion" names no API group and is not a core kind: write ClusterServiceVersion.operators.coreos.com`, lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], `rules.operator-leftovers.delete[1] "Service.serving.knative.dev" is not a kind OLM lists as a component; use one of APIService.apiregistration.k8s.io, ClusterRole.rbac.authorization.k8s.io, `), lines[1])
+}
+
+// findingAbout returns the one finding about obj.
+func findingAbout(t *testing.T, findings []Finding, obj *Object) Finding {
+	t.Helper()
+	for _, f := range findings {
+		if f.Object.UID == obj.UID {
+			return f
+		}
+	}
+	t.Fatalf("no finding about %s", obj.Ref())
+	return Finding{}
 }

@@ -28,6 +28,7 @@ import (
 // RBAC and webhook configurations OLM would have deleted; its release depends on their deletion
 // (rule olm-rbac) in the same run.
 type OrphanedFinalizers struct {
+	args     OrphanedFinalizersArgs
 	minAge   time.Duration
 	mappings FinalizerMappings
 }
@@ -35,13 +36,18 @@ type OrphanedFinalizers struct {
 // OrphanedFinalizersName is the name of rule orphaned-finalizers.
 const OrphanedFinalizersName = "orphaned-finalizers"
 
-// OrphanedFinalizersArgs are the arguments of orphaned-finalizers: none but enabled. Its
-// threshold is --min-terminating-age; its controller mappings, the "finalizers" section.
-type OrphanedFinalizersArgs struct{}
+// OrphanedFinalizersArgs are the arguments of orphaned-finalizers: rules.orphaned-finalizers in
+// the config file. Its threshold is --min-terminating-age; its controller mappings, the
+// "finalizers" section.
+type OrphanedFinalizersArgs struct {
+	// HelmSQLStorage says some Helm releases are kept in SQL (the sql driver), which the sweeper
+	// cannot read: a release without a record in Secrets or ConfigMaps is then undecided.
+	HelmSQLStorage bool `json:"helm-sql-storage,omitempty"`
+}
 
 // NewOrphanedFinalizers builds orphaned-finalizers.
-func NewOrphanedFinalizers(_ OrphanedFinalizersArgs, settings Settings) (OrphanedFinalizers, error) {
-	return OrphanedFinalizers{minAge: settings.MinTerminatingAge, mappings: settings.Finalizers}, nil
+func NewOrphanedFinalizers(args OrphanedFinalizersArgs, settings Settings) (OrphanedFinalizers, error) {
+	return OrphanedFinalizers{args: args, minAge: settings.MinTerminatingAge, mappings: settings.Finalizers}, nil
 }
 
 var (
@@ -57,10 +63,13 @@ func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
 	return slices.Clone(finalizerResources)
 }
 
-// ReadsContent implements ContentReader: workload replicas and the CRDs a CSV owns.
+// ReadsContent implements ContentReader: workloads, Leases and the CRDs a CSV owns.
 func (OrphanedFinalizers) ReadsContent() []ContentRequest {
-	return append(workloadContent(), ContentRequest{Resource: ClusterServiceVersions.GroupResource(), Fields: []string{"spec.customresourcedefinitions.owned"}})
+	return append(workloadContent(), ContentRequest{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields})
 }
+
+// csvCRDFields are what rules read of a CSV to tell which CRDs it owns or requires.
+var csvCRDFields = []string{"spec.customresourcedefinitions"}
 
 // csvCleanupFinalizer is OLM v0's finalizer on a CSV (OLM ≥ v0.27): before releasing it, OLM
 // deletes the cluster-scoped RBAC labelled as the CSV's.
@@ -85,15 +94,20 @@ type verdict struct {
 	owners []string
 	// dependsOn are objects to delete before an orphaned finalizer may be released.
 	dependsOn []ObjectRef
+	// facts are what an orphaned verdict rests on, to be read again before the release.
+	facts []Fact
 }
 
 // facts caches what one Plan asks of the view for many objects: each controller mapping's
-// status, the CSVs owning each CRD, the Helm release Secrets.
+// status, and the CSVs owning each CRD.
 type facts struct {
 	view        *View
 	controllers map[string]controllerStatus // by mapping pattern
 	crds        *crdIndex                   // built on first use
-	releases    map[string]string           // by "namespace/release": its Secret, or ""
+}
+
+func newFacts(view *View) *facts {
+	return &facts{view: view, controllers: map[string]controllerStatus{}}
 }
 
 func (f *facts) controllersOf(mapping *finalizerMapping) controllerStatus {
@@ -118,27 +132,10 @@ func (f *facts) owningCSVs(crdName string) []string {
 	return names
 }
 
-// releaseSecret returns the Secret that records a Helm release, or "".
-func (f *facts) releaseSecret(namespace, release string) string {
-	key := namespace + "/" + release
-	secret, ok := f.releases[key]
-	if !ok {
-		prefix := "sh.helm.release.v1." + release + ".v"
-		for _, s := range f.view.InNamespace(Secrets.GroupResource(), namespace) {
-			if strings.HasPrefix(s.Name, prefix) {
-				secret = s.Name
-				break
-			}
-		}
-		f.releases[key] = secret
-	}
-	return secret
-}
-
 // Plan implements Rule.
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
-	facts := &facts{view: view, controllers: map[string]controllerStatus{}, releases: map[string]string{}}
+	facts := newFacts(view)
 	for obj, age := range view.Terminating(r.minAge) {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
@@ -166,9 +163,13 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 			v.decision = scaledDown
 		case gone:
 			v.decision = orphaned
+			v.facts = []Fact{controllersGone(mapping)}
 		}
 	} else {
-		v.decision, v.evidence, v.owners = decideByCRD(facts, obj, finalizer)
+		v.decision, v.evidence, v.owners = r.decideByCRD(facts, obj, finalizer)
+		if v.decision == orphaned {
+			v.facts = []Fact{r.crdOwnerGone(facts.view, obj, finalizer)}
+		}
 	}
 	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == ClusterServiceVersions.GroupResource() {
 		guarded, evidence, known := csvCleanupObjects(facts.view, obj.Namespace, obj.Name)
@@ -181,9 +182,11 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 	return v
 }
 
-// decideByCRD asks the object's CRD who installed it, and whether that installer is still there.
-// It returns the decision, the evidence, and who keeps the finalizer alive.
-func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []string, []string) {
+// decideByCRD asks the object's CRD who installed it, and whether that installer is still there:
+// a ClusterServiceVersion that owns the CRD, or an installed Helm release, proves it alive; Helm
+// ownership metadata, if there is any, decides the rest; OLM labels only when there is none. It
+// returns the decision, the evidence, and who keeps the finalizer alive.
+func (r OrphanedFinalizers) decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []string, []string) {
 	view := facts.view
 	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
 	group := obj.Resource.Group
@@ -198,29 +201,60 @@ func decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []strin
 	}
 	evidence := []string{noMapping}
 
-	if !view.Observed(ClusterServiceVersions.GroupResource(), "") {
-		return undecided, append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName), nil
+	csvsListed := view.Observed(ClusterServiceVersions.GroupResource(), "")
+	if csvsListed {
+		if owners := facts.owningCSVs(crdName); len(owners) > 0 {
+			return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners
+		}
+		evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
+	} else {
+		evidence = append(evidence, "ClusterServiceVersions were not all listed: cannot tell whether one owns CRD "+crdName)
 	}
-	if owners := facts.owningCSVs(crdName); len(owners) > 0 {
-		return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners
-	}
-	evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
 
+	if releaseNamespace, release, ok := helmOwner(crd); ok {
+		state, helmEvidence := helmRelease(view, releaseNamespace, release, r.args.HelmSQLStorage)
+		evidence = append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s (meta.helm.sh annotations)", crdName, releaseNamespace, release), helmEvidence)
+		switch {
+		case state == helmInstalled:
+			return alive, evidence, []string{fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)}
+		case state == helmUninstalled && csvsListed:
+			return orphaned, evidence, nil
+		}
+		return undecided, evidence, nil
+	}
+	if !csvsListed {
+		return undecided, evidence, nil
+	}
 	if label, ok := olmLabel(crd); ok {
-		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s)", crdName, label)), nil
+		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s) and has no Helm ownership metadata", crdName, label)), nil
 	}
-	release, releaseNamespace := crd.Annotations["meta.helm.sh/release-name"], crd.Annotations["meta.helm.sh/release-namespace"]
-	if crd.Labels["app.kubernetes.io/managed-by"] != "Helm" || release == "" || releaseNamespace == "" {
-		return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil
+	return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil
+}
+
+// crdOwnerGone is the fact that the installer of obj's CRD is gone: read again, the CRD, every
+// ClusterServiceVersion and the records of the Helm release the CRD named say the same.
+func (r OrphanedFinalizers) crdOwnerGone(view *View, obj *Object, finalizer string) Fact {
+	crdName := obj.Resource.Resource + "." + obj.Resource.Group
+	reads := []Read{
+		{Resource: CustomResourceDefinitions.GroupResource(), Name: crdName},
+		{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields},
 	}
-	if !view.Observed(Secrets.GroupResource(), releaseNamespace) {
-		return undecided, append(evidence, fmt.Sprintf("Secrets in namespace %s were not listed: cannot look for Helm release %s", releaseNamespace, release)), nil
+	if crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName); ok {
+		if namespace, release, ok := helmOwner(crd); ok {
+			reads = append(reads, helmReads(namespace, release)...)
+		}
 	}
-	helmRelease := fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)
-	if secret := facts.releaseSecret(releaseNamespace, release); secret != "" {
-		return alive, append(evidence, fmt.Sprintf("CRD %s belongs to %s, which is installed (Secret %s)", crdName, helmRelease, secret)), []string{helmRelease}
+	return factOf{
+		key:   "installer gone of CRD " + crdName + " for " + finalizer,
+		reads: reads,
+		holds: func(view *View) (bool, string) {
+			decision, evidence, _ := r.decideByCRD(newFacts(view), obj, finalizer)
+			if decision == orphaned {
+				return true, "re-checked live: " + evidence[len(evidence)-1]
+			}
+			return false, "re-checked live: " + strings.Join(evidence[1:], "; ")
+		},
 	}
-	return orphaned, append(evidence, fmt.Sprintf("CRD %s belongs to %s, which is uninstalled: no Secret sh.helm.release.v1.%s.v* in %s", crdName, helmRelease, release, releaseNamespace)), nil
 }
 
 // sameDomain reports whether a finalizer's domain and an API group are the same DNS name or one
@@ -260,6 +294,7 @@ func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []v
 		f.Action = RemoveFinalizers{Finalizers: release}
 		for _, v := range byDecision[orphaned] {
 			f.DependsOn = append(f.DependsOn, v.dependsOn...)
+			f.Facts = append(f.Facts, v.facts...)
 		}
 	case len(byDecision[scaledDown]) > 0:
 		f.Severity = SeverityWarning

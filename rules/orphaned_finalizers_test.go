@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,9 +27,13 @@ func stuckSyslog(finalizers ...string) *Object {
 
 func TestOrphanedFinalizersDecisions(t *testing.T) {
 	widgetCRD := "widgets.acme.io"
-	helmCRD := func() *Object {
-		return object(CustomResourceDefinitions, "", widgetCRD, withLabels("app.kubernetes.io/managed-by", "Helm"),
-			withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "acme-system"))
+	helmCRD := func(opts ...func(*Object)) *Object {
+		return object(CustomResourceDefinitions, "", widgetCRD, append([]func(*Object){withLabels("app.kubernetes.io/managed-by", "Helm"),
+			withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "acme-system")}, opts...)...)
+	}
+	release := func(r Resource, revision int, status string) *Object {
+		return object(r, "acme-system", fmt.Sprintf("sh.helm.release.v1.acme.v%d", revision),
+			withLabels("owner", "helm", "name", "acme", "status", status, "version", fmt.Sprint(revision)))
 	}
 	stuckWidget := func(finalizers ...string) *Object {
 		return object(widgets, "shop", "w", terminatingFor(time.Hour, finalizers...))
@@ -42,6 +47,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		wantAction   Action
 		wantEvidence []string // each must appear
 		wantNone     bool
+		helmSQL      bool
 	}{
 		{
 			name:     "not terminating: nothing",
@@ -133,7 +139,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
-			wantEvidence: []string{"CRD widgets.acme.io has no owning ClusterServiceVersion", "CRD widgets.acme.io was installed by OLM (label operators.coreos.com/acme.operators)"},
+			wantEvidence: []string{"CRD widgets.acme.io has no owning ClusterServiceVersion", "CRD widgets.acme.io was installed by OLM (label operators.coreos.com/acme.operators) and has no Helm ownership metadata"},
 		},
 		{
 			name: "a copied CSV does not own the CRD",
@@ -151,17 +157,57 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "CRD of a Helm release that is installed: alive",
-			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.acme.v3")},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(Secrets, 3, "deployed")},
 			wantSeverity: SeverityInfo,
 			wantReason:   "owner still present, it will release cleanup.acme.io/finalizer: Helm release acme-system/acme",
-			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is installed (Secret sh.helm.release.v1.acme.v3)"},
+			wantEvidence: []string{"Helm release acme-system/acme is installed: Secret sh.helm.release.v1.acme.v3 has status deployed"},
+		},
+		{
+			name:         "CRD of a Helm release kept in ConfigMaps: alive",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(ConfigMaps, 1, "superseded"), release(ConfigMaps, 2, "failed")},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"Helm release acme-system/acme is installed: ConfigMap sh.helm.release.v1.acme.v2 has status failed"},
+		},
+		{
+			name: "a CRD moved from OLM to Helm is judged by Helm",
+			objects: []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(withLabels("operators.coreos.com/acme.operators", "")),
+				release(Secrets, 1, "deployed")},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release cleanup.acme.io/finalizer: Helm release acme-system/acme",
+		},
+		{
+			name:         "Helm installed, though CSVs were not listed: alive",
+			coverage:     Coverage{Unlisted: []schema.GroupResource{ClusterServiceVersions.GroupResource()}},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(Secrets, 1, "deployed")},
+			wantSeverity: SeverityInfo,
+			wantReason:   "owner still present, it will release cleanup.acme.io/finalizer: Helm release acme-system/acme",
 		},
 		{
 			name:         "CRD of a Helm release that is uninstalled: orphaned",
-			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.other.v1")},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.other.v1", withLabels("owner", "helm", "name", "other", "status", "deployed"))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
-			wantEvidence: []string{"CRD widgets.acme.io belongs to Helm release acme-system/acme, which is uninstalled: no Secret sh.helm.release.v1.acme.v* in acme-system"},
+			wantEvidence: []string{"Helm release acme-system/acme is uninstalled: no Secret or ConfigMap labelled owner=helm, name=acme in acme-system"},
+		},
+		{
+			name:         "uninstalled with --keep-history: orphaned",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(Secrets, 1, "superseded"), release(Secrets, 2, "uninstalled")},
+			wantSeverity: SeverityWarning,
+			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
+			wantEvidence: []string{"Helm release acme-system/acme is uninstalled: its latest revision, Secret sh.helm.release.v1.acme.v2, has status uninstalled (history kept)"},
+		},
+		{
+			name:         "being uninstalled: undecided",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(Secrets, 2, "uninstalling")},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"Helm release acme-system/acme is being uninstalled (Secret sh.helm.release.v1.acme.v2): wait for it to finish"},
+		},
+		{
+			name:         "no record, but releases may be kept in SQL: undecided",
+			helmSQL:      true,
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"no record of Helm release acme-system/acme in Secrets or ConfigMaps, but releases may be kept in SQL (rules.orphaned-finalizers.helm-sql-storage), which the sweeper cannot read"},
 		},
 		{
 			name:         "CRD evidence under a namespace filter: CSVs elsewhere may own it",
@@ -175,7 +221,14 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			coverage:     Coverage{Unlisted: []schema.GroupResource{Secrets.GroupResource()}},
 			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
 			wantSeverity: SeverityInfo,
-			wantEvidence: []string{"Secrets in namespace acme-system were not listed: cannot look for Helm release acme"},
+			wantEvidence: []string{"secrets in namespace acme-system were not listed: cannot look for Helm release acme-system/acme"},
+		},
+		{
+			name:         "CRD of a Helm release, ConfigMaps not listed: undecided",
+			coverage:     Coverage{Failed: []schema.GroupResource{ConfigMaps.GroupResource()}},
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityInfo,
+			wantEvidence: []string{"configmaps in namespace acme-system were not listed: cannot look for Helm release acme-system/acme"},
 		},
 		{
 			name:         "a finalizer outside the CRD's domain is never decided by the CRD",
@@ -199,7 +252,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rule := OrphanedFinalizers{minAge: 15 * time.Minute, mappings: shippedMappings(t)}
+			rule := OrphanedFinalizers{args: OrphanedFinalizersArgs{HelmSQLStorage: tt.helmSQL}, minAge: 15 * time.Minute, mappings: shippedMappings(t)}
 			findings := rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 			if tt.wantNone {
 				assert.Empty(t, findings)
@@ -212,6 +265,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 				assert.Equal(t, tt.wantReason, f.Reason)
 			}
 			assert.Equal(t, tt.wantAction, f.Action)
+			assert.Equal(t, f.Action != nil, len(f.Facts) > 0, "an action rests on facts, read again before it")
 			for _, e := range tt.wantEvidence {
 				assert.Contains(t, f.Evidence, e)
 			}

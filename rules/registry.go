@@ -22,6 +22,10 @@ type Settings struct {
 	// NodeNotReadyFor is how long a node must have been not Ready to count as lost
 	// (--node-not-ready-for).
 	NodeNotReadyFor time.Duration
+	// UnhealthyZoneThreshold is the fraction of a zone's nodes not Ready (more than two) from
+	// which the zone is in an outage and nothing is force-deleted there
+	// (--unhealthy-zone-threshold, as kube-controller-manager's).
+	UnhealthyZoneThreshold float64
 	// Finalizers are the controller mappings.
 	Finalizers FinalizerMappings
 }

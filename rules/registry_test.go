@@ -63,13 +63,15 @@ func TestDecodeConfig(t *testing.T) {
 
 func TestRegistrationNew(t *testing.T) {
 	leftovers := registration(t, OperatorLeftoversName)
-	rule, err := leftovers.New(OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}, Settings{})
+	want, err := NewOperatorLeftovers(OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, Settings{})
 	require.NoError(t, err)
-	assert.Equal(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}}, rule)
+	rule, err := leftovers.New(OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, Settings{})
+	require.NoError(t, err)
+	assert.Equal(t, want, rule)
 
-	rule, err = leftovers.New(&OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}, Settings{})
+	rule, err = leftovers.New(&OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, Settings{})
 	require.NoError(t, err, "a pointer, as DecodeConfig returns, works too")
-	assert.Equal(t, OperatorLeftovers{args: OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}}, rule)
+	assert.Equal(t, want, rule)
 
 	_, err = leftovers.New(OLMRBACArgs{}, Settings{})
 	require.EqualError(t, err, "rules.operator-leftovers: arguments of type rules.OLMRBACArgs, want rules.OperatorLeftoversArgs")

@@ -79,6 +79,20 @@ type Finding struct {
 	// successfully in the same run, this action is skipped. The engine applies the rules in an
 	// order that puts dependencies first.
 	DependsOn []ObjectRef
+	// Facts are what the action rests on besides the object itself (whose UID and
+	// resourceVersion are the write's preconditions): the engine checks each again, live, right
+	// before the write, and skips the action if one no longer holds.
+	Facts []Fact
+	// Held, when set, says why the action must not be taken in this run although the rule
+	// would take it (a zone-wide outage): it is reported as skipped, with this reason.
+	Held *Held
+}
+
+// Held is why a rule holds an action back: a reason, one word ("zone-outage"), and what it is
+// about.
+type Held struct {
+	Reason string
+	Detail string
 }
 
 // ObjectRef identifies an observed object, including the version the rule saw.

@@ -63,6 +63,9 @@ type Coverage struct {
 	UndiscoveredGroups []string
 	// Namespaces, when not nil, are the only namespaces in which namespaced resources were listed.
 	Namespaces []string
+	// ListedIn names, for a resource listed in some namespaces only, those namespaces; the
+	// others in it were listed in every namespace (subject to Namespaces).
+	ListedIn map[schema.GroupResource][]string
 }
 
 // View is what the engine observed in one run, indexed for rules. It is immutable: rules get
@@ -84,6 +87,7 @@ type coverageSets struct {
 	failed, partial, unlisted map[schema.GroupResource]bool
 	undiscovered              map[string]bool
 	namespaces                map[string]bool // nil: all namespaces
+	listedIn                  map[schema.GroupResource][]string
 }
 
 // NewView indexes objects observed at now. Resources lists every resource the engine listed;
@@ -99,6 +103,7 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 			partial:      setOf(coverage.Partial),
 			unlisted:     setOf(coverage.Unlisted),
 			undiscovered: setOf(coverage.UndiscoveredGroups),
+			listedIn:     coverage.ListedIn,
 		},
 		objects: make(map[schema.GroupResource][]*Object, len(resources)),
 		byUID:   make(map[types.UID]*Object, len(objects)),
@@ -155,6 +160,8 @@ func (v *View) Observed(gr schema.GroupResource, namespace string) bool {
 		return !v.coverage.unlisted[gr] && !v.coverage.undiscovered[gr.Group]
 	case v.coverage.failed[gr] || v.coverage.partial[gr]:
 		return false
+	case v.coverage.listedIn[gr] != nil:
+		return namespace != "" && slices.Contains(v.coverage.listedIn[gr], namespace)
 	case !r.Namespaced || v.coverage.namespaces == nil:
 		return true
 	default:
@@ -174,6 +181,12 @@ func (v *View) Complete(namespace string) bool {
 		}
 	}
 	return true
+}
+
+// Listed returns the resource, if the engine listed it: it is served, and was not left out.
+func (v *View) Listed(gr schema.GroupResource) (Resource, bool) {
+	r, ok := v.listed[gr]
+	return r, ok
 }
 
 // ResourceFor returns the listed resource of a kind, as an ownerReference or an object

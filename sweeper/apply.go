@@ -55,6 +55,13 @@ const (
 	// ReasonResolved: the object changed after it was observed, so that the action is no longer
 	// needed, or no longer covered by what was checked; the next run looks again.
 	ReasonResolved Reason = "resolved"
+	// ReasonStale: a fact the action rests on no longer holds when read again, live, or could
+	// not be read again.
+	ReasonStale Reason = "stale"
+	// ReasonMinAge: the object is younger than --min-age, or than the sweep.
+	ReasonMinAge Reason = "min-age"
+	// ReasonZoneOutage: the node is in a zone where most nodes are not Ready at once.
+	ReasonZoneOutage Reason = "zone-outage"
 )
 
 // Why an action failed.
@@ -79,6 +86,8 @@ type Result struct {
 	Replanned bool
 	// Action is the action that was carried out after a re-plan.
 	Action rules.Action
+	// Evidence are the live re-checks of the facts the action rested on.
+	Evidence []string
 }
 
 func skipped(reason Reason, format string, args ...any) Result {
@@ -94,7 +103,7 @@ func failed(reason Reason, format string, args ...any) Result {
 //   - RemoveFinalizers: a JSON patch that tests the UID and the finalizers as observed, then
 //     replaces the finalizers;
 //   - SetOwnerReferences: a JSON patch that tests the resourceVersion as observed;
-//   - Delete: DeleteOptions with the observed UID as precondition.
+//   - Delete: DeleteOptions with the observed UID and resourceVersion as preconditions.
 type Applier struct {
 	Metadata metadata.Interface
 	// Dynamic re-reads objects whose view holds their full content, and records Events.
@@ -103,6 +112,9 @@ type Applier struct {
 	Logger  *slog.Logger
 	// Clock times the Events; nil means no Events.
 	Clock clock.PassiveClock
+	// Confirmer checks the facts of an action re-planned after a lost race; nil means an action
+	// that rests on facts is not retried.
+	Confirmer *Confirmer
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
@@ -165,15 +177,31 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		// What was checked before the first attempt no longer covers the action.
 		res = skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")
 	default:
-		if err = a.send(ctx, fresh, replanned.Action); mayHaveLostRace(err) {
+		holds, evidence := a.confirm(ctx, replanned.Facts)
+		if !holds {
+			res = skipped(ReasonStale, "the object changed after it was observed, and what its re-planned action rests on no longer holds")
+		} else if err = a.send(ctx, fresh, replanned.Action); mayHaveLostRace(err) {
 			res = failed(ReasonConflict, "the object changed again while being retried (%v); the next run will try again", err)
 		} else {
 			res, obj = a.result(err), fresh
 			res.Action = replanned.Action
 		}
+		res.Evidence = evidence
 	}
 	res.Replanned = true
 	return res, obj
+}
+
+// confirm checks facts with the Confirmer; without one, an action that rests on facts is not
+// confirmed.
+func (a *Applier) confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
+	switch {
+	case len(facts) == 0:
+		return true, nil
+	case a.Confirmer == nil:
+		return false, []string{"not re-checked: nothing to re-check the facts with"}
+	}
+	return a.Confirmer.Confirm(ctx, facts)
 }
 
 // sameObjects reports whether two lists name the same objects.
@@ -269,18 +297,7 @@ func (a *Applier) client(obj *rules.Object) metadata.ResourceInterface {
 
 // reread gets obj again, in full if the view held it in full.
 func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object, error) {
-	if obj.Content != nil {
-		u, err := dynamicClient(a.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return newContentObject(obj.Resource, u, nil), nil
-	}
-	m, err := a.client(obj).Get(ctx, obj.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return newObject(obj.Resource, m.ObjectMeta), nil
+	return getObject(ctx, a.Metadata, a.Dynamic, obj.Resource, obj.Namespace, obj.Name, obj.Content != nil, nil)
 }
 
 func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Action) error {
@@ -303,11 +320,11 @@ func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Acti
 			jsonPatchOp{Op: "test", Path: "/metadata/resourceVersion", Value: obj.ResourceVersion},
 			jsonPatchOp{Op: "add", Path: "/metadata/ownerReferences", Value: ownerReferences(obj.OwnerReferences, act)})
 	case rules.Delete:
-		uid := obj.UID
+		uid, resourceVersion := obj.UID, obj.ResourceVersion
 		return a.client(obj).Delete(ctx, obj.Name, metav1.DeleteOptions{
 			DryRun:             dryRun,
 			GracePeriodSeconds: act.GracePeriodSeconds,
-			Preconditions:      &metav1.Preconditions{UID: &uid},
+			Preconditions:      &metav1.Preconditions{UID: &uid, ResourceVersion: &resourceVersion},
 		})
 	default:
 		return fmt.Errorf("unknown action %T", action)

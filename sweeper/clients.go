@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 )
 
 // Clients are the API clients of one run, all built from one rest.Config.
@@ -22,17 +25,60 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterfaceWithContext
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
+
+	serverClock *serverClock
 }
+
+// Clock is the API server's clock, as the Date headers of its answers tell it: what rules
+// measure ages against, since timestamps in objects are the server's.
+func (c *Clients) Clock() clock.PassiveClock {
+	if c.serverClock == nil {
+		return clock.RealClock{}
+	}
+	return c.serverClock
+}
+
+// serverClock is the local clock set to the server's: every answer's Date header updates how far
+// the server's clock is from this one. A difference under a second, the header's resolution, is
+// none.
+type serverClock struct {
+	clock.RealClock
+	offset atomic.Int64 // nanoseconds
+}
+
+func (c *serverClock) Now() time.Time { return c.RealClock.Now().Add(time.Duration(c.offset.Load())) }
+
+func (c *serverClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *serverClock) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+				// The header is truncated to the second: its middle is the best guess.
+				offset := date.Add(500 * time.Millisecond).Sub(c.RealClock.Now()).Round(time.Second)
+				c.offset.Store(int64(offset))
+			}
+		}
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // NewClients builds the clients from a copy of config, set to the options' QPS, Burst and the
 // User-Agent operator-sweeper/<version>. API warnings (deprecated versions, …) go to the logger
-// at debug level instead of cluttering standard error.
+// at debug level instead of cluttering standard error. The answers set the server's Clock.
 func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Clients, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.QPS = opts.QPS
 	cfg.Burst = opts.Burst
 	cfg.UserAgent = "operator-sweeper/" + opts.Version
 	cfg.WarningHandlerWithContext = warningLogger{logger}
+	serverClock := &serverClock{}
+	cfg.Wrap(serverClock.wrap)
 
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -46,7 +92,7 @@ func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Client
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client for %s: %w", cfg.Host, err)
 	}
-	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn}, nil
+	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, serverClock: serverClock}, nil
 }
 
 // Ping asks the server for its version, so that a wrong address or rejected credentials are

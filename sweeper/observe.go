@@ -185,31 +185,48 @@ func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter
 		}
 	}
 	opts := metav1.ListOptions{FieldSelector: task.fieldSelector, LabelSelector: task.labelSelector}
-	res.err = e.eachObject(ctx, task, opts, add)
+	res.err = eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
 	if res.err != nil && task.fieldSelector != "" && apierrors.IsBadRequest(res.err) {
 		// Some aggregated APIs do not support field selectors; filter on our side instead.
 		res.objects = nil
 		opts.FieldSelector = ""
-		res.err = e.eachObject(ctx, task, opts, add)
+		res.err = eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
 	}
 	return res
 }
 
 // eachObject lists the task's objects page by page and hands each to fn.
-func (e *Engine) eachObject(ctx context.Context, task listTask, opts metav1.ListOptions, fn func(*rules.Object)) error {
+func eachObject(ctx context.Context, clients *Clients, pageSize int64, task listTask, opts metav1.ListOptions, fn func(*rules.Object)) error {
 	gvr := task.resource.GroupVersionResource
 	if task.content {
-		client := dynamicClient(e.Clients.Dynamic, gvr, task.namespace)
-		return newPager(client.List, e.Options.PageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
+		client := dynamicClient(clients.Dynamic, gvr, task.namespace)
+		return newPager(client.List, pageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
 			fn(newContentObject(task.resource, obj.(*unstructured.Unstructured), task.fields))
 			return nil
 		})
 	}
-	client := resourceClient(e.Clients.Metadata, gvr, task.namespace)
-	return newPager(client.List, e.Options.PageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
+	client := resourceClient(clients.Metadata, gvr, task.namespace)
+	return newPager(client.List, pageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
 		fn(newObject(task.resource, obj.(*metav1.PartialObjectMetadata).ObjectMeta))
 		return nil
 	})
+}
+
+// getObject gets one object: its metadata, or, with content, the rest of it too, of which it
+// keeps only fields (all if nil).
+func getObject(ctx context.Context, metadataClient metadata.Interface, dyn dynamic.Interface, r rules.Resource, namespace, name string, content bool, fields []string) (*rules.Object, error) {
+	if content {
+		u, err := dynamicClient(dyn, r.GroupVersionResource, namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return newContentObject(r, u, fields), nil
+	}
+	m, err := resourceClient(metadataClient, r.GroupVersionResource, namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return newObject(r, m.ObjectMeta), nil
 }
 
 // newObject keeps what rules need of a listed object's metadata. Managed fields and the

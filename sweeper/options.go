@@ -77,8 +77,10 @@ const (
 	FlagExcludeNamespaces   = "exclude-namespaces"
 	FlagProtectedNamespaces = "protected-namespaces"
 	FlagMinTerminatingAge   = "min-terminating-age"
+	FlagMinAge              = "min-age"
 	FlagCatalogPodSlack     = "catalog-pod-slack"
 	FlagNodeNotReadyFor     = "node-not-ready-for"
+	FlagUnhealthyZone       = "unhealthy-zone-threshold"
 	FlagLogFormat           = "log-format"
 	FlagLogLevel            = "log-level"
 	FlagFailOnFindings      = "fail-on-findings"
@@ -134,11 +136,17 @@ type Options struct {
 	ProtectedNamespaces []string `json:"protected-namespaces,omitempty"`
 	// MinTerminatingAge is how long an object must have been terminating before rules consider it stuck.
 	MinTerminatingAge metav1.Duration `json:"min-terminating-age"`
+	// MinAge is how old an object must be before it is deleted or its ownerReferences changed;
+	// nothing created after the sweep began is, whatever MinAge says.
+	MinAge metav1.Duration `json:"min-age"`
 	// CatalogPodSlack is how long past its grace period a CatalogSource pod must be before it is
 	// force-deleted from a lost node.
 	CatalogPodSlack metav1.Duration `json:"catalog-pod-slack"`
 	// NodeNotReadyFor is how long a node must have been not Ready for its pods to count as lost.
 	NodeNotReadyFor metav1.Duration `json:"node-not-ready-for"`
+	// UnhealthyZoneThreshold is the fraction of a zone's nodes not Ready (more than two) from
+	// which nothing is force-deleted in that zone, as kube-controller-manager's flag of that name.
+	UnhealthyZoneThreshold float64 `json:"unhealthy-zone-threshold"`
 	// LogFormat is text or json; LogLevel is debug, info, warn or error.
 	LogFormat string `json:"log-format,omitempty"`
 	LogLevel  string `json:"log-level,omitempty"`
@@ -152,22 +160,24 @@ type Options struct {
 // DefaultOptions returns the options of a run without flags or config file.
 func DefaultOptions() Options {
 	return Options{
-		DryRun:              DryRunClient,
-		Output:              OutputTable,
-		Rules:               []string{"*"},
-		MaxActions:          100,
-		QPS:                 50,
-		Burst:               100,
-		Concurrency:         8,
-		PageSize:            500,
-		Timeout:             metav1.Duration{Duration: 10 * time.Minute},
-		ProtectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"},
-		MinTerminatingAge:   metav1.Duration{Duration: 15 * time.Minute},
-		CatalogPodSlack:     metav1.Duration{Duration: time.Minute},
-		NodeNotReadyFor:     metav1.Duration{Duration: 5 * time.Minute},
-		LogFormat:           "text",
-		LogLevel:            "info",
-		PushOptions:         PushOptions{PushgatewayTimeout: metav1.Duration{Duration: 10 * time.Second}},
+		DryRun:                 DryRunClient,
+		Output:                 OutputTable,
+		Rules:                  []string{"*"},
+		MaxActions:             100,
+		QPS:                    50,
+		Burst:                  100,
+		Concurrency:            8,
+		PageSize:               500,
+		Timeout:                metav1.Duration{Duration: 10 * time.Minute},
+		ProtectedNamespaces:    []string{"kube-system", "kube-public", "kube-node-lease"},
+		MinTerminatingAge:      metav1.Duration{Duration: 15 * time.Minute},
+		MinAge:                 metav1.Duration{Duration: 10 * time.Minute},
+		UnhealthyZoneThreshold: 0.55,
+		CatalogPodSlack:        metav1.Duration{Duration: time.Minute},
+		NodeNotReadyFor:        metav1.Duration{Duration: 5 * time.Minute},
+		LogFormat:              "text",
+		LogLevel:               "info",
+		PushOptions:            PushOptions{PushgatewayTimeout: metav1.Duration{Duration: 10 * time.Second}},
 	}
 }
 
@@ -193,8 +203,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ExcludeNamespaces, FlagExcludeNamespaces, o.ExcludeNamespaces, "Never walk these namespaces (names or globs).")
 	fs.StringSliceVar(&o.ProtectedNamespaces, FlagProtectedNamespaces, o.ProtectedNamespaces, "Report, but never act, in these namespaces (names or globs).")
 	fs.DurationVar(&o.MinTerminatingAge.Duration, FlagMinTerminatingAge, o.MinTerminatingAge.Duration, "How long an object must have been terminating to count as stuck.")
+	fs.DurationVar(&o.MinAge.Duration, FlagMinAge, o.MinAge.Duration, "Never delete or re-own an object younger than this (nor one created after the sweep began).")
 	fs.DurationVar(&o.CatalogPodSlack.Duration, FlagCatalogPodSlack, o.CatalogPodSlack.Duration, "How long past its grace period a CatalogSource pod on a lost node must be before it is force-deleted.")
 	fs.DurationVar(&o.NodeNotReadyFor.Duration, FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration, "How long a node must have been not Ready for its CatalogSource pods to count as lost.")
+	fs.Float64Var(&o.UnhealthyZoneThreshold, FlagUnhealthyZone, o.UnhealthyZoneThreshold, "Fraction of a zone's nodes not Ready (more than two) from which nothing is force-deleted in it.")
 	fs.StringVar(&o.LogFormat, FlagLogFormat, o.LogFormat, "Log format on standard error: text or json.")
 	fs.StringVar(&o.LogLevel, FlagLogLevel, o.LogLevel, "Log level: debug, info, warn or error.")
 	fs.BoolVar(&o.FailOnFindings, FlagFailOnFindings, o.FailOnFindings, "Exit 3 when there are findings.")
@@ -372,10 +384,14 @@ func (o Options) validateValues() []error {
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{FlagMinTerminatingAge, o.MinTerminatingAge.Duration}, {FlagCatalogPodSlack, o.CatalogPodSlack.Duration}, {FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration}} {
+	}{{FlagMinTerminatingAge, o.MinTerminatingAge.Duration}, {FlagMinAge, o.MinAge.Duration}, {FlagCatalogPodSlack, o.CatalogPodSlack.Duration},
+		{FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration}} {
 		if d.value < 0 {
 			invalid(d.flag, d.value, "it must not be negative")
 		}
+	}
+	if o.UnhealthyZoneThreshold <= 0 || o.UnhealthyZoneThreshold > 1 {
+		invalid(FlagUnhealthyZone, o.UnhealthyZoneThreshold, "use a fraction above 0 and at most 1")
 	}
 	return errs
 }

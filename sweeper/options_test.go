@@ -179,7 +179,7 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	opts.RuleConfigs = map[string]rules.RuleConfig{
 		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
 		"catalog-pods":       {Args: &rules.CatalogPodsArgs{Selector: "app=registry"}},
-		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}},
+		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}},
 	}
 	opts.CatalogPodSlack.Duration = 2 * time.Minute
 	opts.NodeNotReadyFor.Duration = 7 * time.Minute
@@ -191,7 +191,8 @@ func TestRulesGetTheirSettings(t *testing.T) {
 
 	mappings, err := rules.NewFinalizerMappings([]rules.FinalizerOwner{custom})
 	require.NoError(t, err)
-	settings := rules.Settings{MinTerminatingAge: 42 * time.Minute, CatalogPodSlack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute, Finalizers: mappings}
+	settings := rules.Settings{MinTerminatingAge: 42 * time.Minute, CatalogPodSlack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute,
+		UnhealthyZoneThreshold: 0.55, Finalizers: mappings}
 	must := func(rule rules.Rule, err error) rules.Rule {
 		require.NoError(t, err)
 		return rule
@@ -201,7 +202,7 @@ func TestRulesGetTheirSettings(t *testing.T) {
 		must(rules.NewOrphanedFinalizers(rules.OrphanedFinalizersArgs{}, settings)),
 		must(rules.NewInstallPlanOwners(rules.InstallPlanOwnersArgs{}, settings)),
 		must(rules.NewCatalogPods(rules.CatalogPodsArgs{Selector: "app=registry"}, settings)),
-		must(rules.NewOperatorLeftovers(rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}, settings)),
+		must(rules.NewOperatorLeftovers(rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, settings)),
 		must(rules.NewStuckTerminating(rules.StuckTerminatingArgs{}, settings)),
 	}, set)
 }
@@ -233,12 +234,12 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 		{"bad glob", "finalizers: [{pattern: '[x', controllers: [{kind: Deployment, name: x}]}]", `config: finalizers[0].pattern "[x" is not a valid glob`},
 		{"no controllers", "finalizers: [{pattern: x/y}]", "config: finalizers[0] (x/y) has no controllers"},
 		{"bad kind", "finalizers: [{pattern: x/y, controllers: [{kind: Pod, name: x}]}]", `finalizers[0].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`},
-		{"name and selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, name: x, selector: a=b}]}]", "finalizers[0].controllers[0]: set exactly one of name and selector"},
-		{"neither", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment}]}]", "finalizers[0].controllers[0]: set exactly one of name and selector"},
+		{"name and selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, name: x, selector: a=b}]}]", "finalizers[0].controllers[0]: set exactly one of name, selector and image"},
+		{"neither", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment}]}]", "finalizers[0].controllers[0]: set exactly one of name, selector and image"},
 		{"bad selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a=b=c'}]}]", `finalizers[0].controllers[0].selector "a=b=c"`},
 		{"unknown key", "finalizers: [{pattern: x/y, controller: []}]", `unknown field "finalizers[0].controller"`},
 		{"bad catalog-pods selector", "rules: {catalog-pods: {selector: 'a b'}}", `config: rules.catalog-pods.selector "a b"`},
-		{"unknown kind", "rules: {operator-leftovers: {delete: [Subscriptions]}}", `config: rules.operator-leftovers.delete[0] "Subscriptions" is not a kind OLM lists as a component; use one of APIService, ClusterRole`},
+		{"unknown kind", "rules: {operator-leftovers: {delete: [Subscriptions]}}", `config: rules.operator-leftovers.delete[0] "Subscriptions" is not a kind OLM lists as a component; use one of APIService.apiregistration.k8s.io, ClusterRole.rbac.authorization.k8s.io`},
 		{"negative slack", "catalog-pod-slack: -1m", "--catalog-pod-slack -1m0s is invalid"},
 	}
 	for _, tt := range tests {

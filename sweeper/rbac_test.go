@@ -31,7 +31,7 @@ func TestPolicyRules(t *testing.T) {
 
 	opts.RuleConfigs = map[string]rules.RuleConfig{
 		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
-		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan"}}},
+		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}},
 	}
 	opts.Rules = []string{"olm-rbac", "operator-leftovers"}
 	opts.DryRun = DryRunServer

@@ -150,6 +150,9 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 	if res.Replanned {
 		fr.Evidence = append(slices.Clone(fr.Evidence), "the object changed after it was observed; it was re-read and re-planned before acting")
 	}
+	if len(res.Evidence) > 0 {
+		fr.Evidence = append(slices.Clone(fr.Evidence), res.Evidence...)
+	}
 	if fr.Evidence == nil {
 		fr.Evidence = []string{}
 	}

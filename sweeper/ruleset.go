@@ -25,10 +25,11 @@ func (o Options) settings() (rules.Settings, error) {
 		return rules.Settings{}, prefixed("config: ", err)
 	}
 	return rules.Settings{
-		MinTerminatingAge: o.MinTerminatingAge.Duration,
-		CatalogPodSlack:   o.CatalogPodSlack.Duration,
-		NodeNotReadyFor:   o.NodeNotReadyFor.Duration,
-		Finalizers:        mappings,
+		MinTerminatingAge:      o.MinTerminatingAge.Duration,
+		CatalogPodSlack:        o.CatalogPodSlack.Duration,
+		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
+		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
+		Finalizers:             mappings,
 	}, nil
 }
 

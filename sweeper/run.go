@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -61,7 +63,7 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 		return err
 	}
 
-	engine := &Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clock.RealClock{}, Logger: logger}
+	engine := &Engine{Options: opts, Clients: clients, Rules: ruleSet, Logger: logger}
 	if f, ok := streams.Err.(*os.File); ok && opts.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
 		engine.Progress = f
 	}
@@ -121,7 +123,9 @@ type Engine struct {
 	Options Options
 	Clients *Clients
 	// Rules are the enabled rules, in the order their actions are applied.
-	Rules  []rules.Rule
+	Rules []rules.Rule
+	// Clock is the server's: ages are measured against it. Nil means the one Clients took from
+	// the API server's answers.
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
 	// Progress, if set, shows a progress line of the observe stage: a terminal.
@@ -137,6 +141,9 @@ type plannedFinding struct {
 
 // Run sweeps once and returns the report. Problems are recorded in the report, never returned.
 func (e *Engine) Run(ctx context.Context) *Report {
+	if e.Clock == nil {
+		e.Clock = e.Clients.Clock()
+	}
 	report := newReport(e.Clock.Now(), e.Options)
 	defer func() { report.Metadata.EndTime = metav1.NewTime(e.Clock.Now()) }()
 
@@ -166,7 +173,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	planned := e.plan(ctx, view, report)
 	e.Logger.InfoContext(ctx, "plan done", "findings", len(planned))
 
-	e.limitAndApply(ctx, view, planned, report)
+	e.limitAndApply(ctx, view, start, planned, report)
 	e.Logger.InfoContext(ctx, "apply done", "mode", e.Options.DryRun, "planned", report.Summary.Planned,
 		"applied", report.Summary.Applied, "failed", report.Summary.Failed, "skipped", report.Summary.Skipped)
 	return report
@@ -267,35 +274,26 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 
 // limitAndApply decides which actions run, in order, and runs them. An action is skipped when
 // its rule needs an opt-in that is not given, when its object is in a protected namespace, when
-// an action it depends on was not done in this run, or past --max-actions.
-func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []plannedFinding, report *Report) {
-	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock}
-	protected := patterns(e.Options.ProtectedNamespaces)
+// an action it depends on was not done in this run, when it would delete or re-own an object
+// younger than --min-age or than the sweep (observed since start), when its rule holds it back,
+// past --max-actions, and when a fact it rests on no longer holds, read again right before it.
+func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time.Time, planned []plannedFinding, report *Report) {
+	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Options.PageSize}
+	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer}
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken := 0
 	for _, f := range planned {
-		namespace := namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)
-		var res Result
-		switch {
-		case f.Action == nil:
-		case f.OptIn != "":
-			res = skipped(ReasonOptIn, "set %s to act", f.OptIn)
-		case protected.match(namespace):
-			res = skipped(ReasonProtectedNamespace, "%s is in --%s", namespace, FlagProtectedNamespaces)
-		case pending(f.DependsOn, done) != nil:
-			res = skipped(ReasonDependency, "%s was not acted on first", pending(f.DependsOn, done))
-		case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
-			res = skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions)
-		default:
-			taken++
-			res = applier.Apply(ctx, f.rule, view, f.Finding)
-			level := slog.LevelInfo
-			if res.Outcome == OutcomeFailed {
-				level = slog.LevelError
+		res, take := e.limit(view, start, f, done, taken)
+		if take {
+			holds, evidence := confirmer.Confirm(ctx, f.Facts)
+			if holds {
+				taken++
+				res = applier.Apply(ctx, f.rule, view, f.Finding)
+			} else {
+				res = skipped(ReasonStale, "what the action rests on no longer holds, read again right before it")
 			}
-			e.Logger.Log(ctx, level, "action", "rule", f.Rule, "gvr", f.Object.Resource.GroupResource().String(),
-				"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome,
-				"reason", res.Reason, "detail", res.Detail)
+			res.Evidence = append(evidence, res.Evidence...)
+			e.logAction(ctx, f, res)
 		}
 		switch res.Outcome {
 		case OutcomePlanned, OutcomeDryRun, OutcomeApplied:
@@ -303,6 +301,66 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, planned []
 		}
 		report.addFinding(f.Finding, res)
 	}
+}
+
+// limit says why an action is not taken, or that it may be (take).
+func (e *Engine) limit(view *rules.View, start time.Time, f plannedFinding, done map[types.UID]bool, taken int) (res Result, take bool) {
+	namespace := namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)
+	switch {
+	case f.Action == nil:
+		return Result{}, false
+	case f.OptIn != "":
+		return skipped(ReasonOptIn, "set %s to act", f.OptIn), false
+	case patterns(e.Options.ProtectedNamespaces).match(namespace):
+		return skipped(ReasonProtectedNamespace, "%s is in --%s", namespace, FlagProtectedNamespaces), false
+	case pending(f.DependsOn, done) != nil:
+		return skipped(ReasonDependency, "%s was not acted on first", pending(f.DependsOn, done)), false
+	case f.Held != nil:
+		return skipped(Reason(f.Held.Reason), "%s", f.Held.Detail), false
+	}
+	if young, why := e.tooYoung(view, start, f.Finding); young {
+		return skipped(ReasonMinAge, "%s", why), false
+	}
+	switch {
+	case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
+		return skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions), false
+	}
+	return Result{}, true
+}
+
+// tooYoung reports whether the action would delete or re-own an object created less than
+// --min-age ago, or after the sweep began observing: nothing that young is an operator's debris
+// yet, and it may be what an operator just installed. Releasing a finalizer has a threshold of
+// its own (--min-terminating-age).
+func (e *Engine) tooYoung(view *rules.View, start time.Time, f rules.Finding) (bool, string) {
+	switch f.Action.(type) {
+	case rules.Delete, rules.SetOwnerReferences:
+	default:
+		return false, ""
+	}
+	obj, ok := view.Get(f.Object.Resource.GroupResource(), f.Object.Namespace, f.Object.Name)
+	if !ok {
+		return false, "" // the applier reports it
+	}
+	created := obj.CreationTimestamp.Time
+	age := e.Clock.Now().Sub(created)
+	switch {
+	case created.After(start):
+		return true, fmt.Sprintf("created at %s, after the sweep began", created.UTC().Format(time.RFC3339))
+	case age < e.Options.MinAge.Duration:
+		return true, fmt.Sprintf("created %s ago, less than --%s=%s", duration.HumanDuration(age), FlagMinAge, e.Options.MinAge.Duration)
+	}
+	return false, ""
+}
+
+func (e *Engine) logAction(ctx context.Context, f plannedFinding, res Result) {
+	level := slog.LevelInfo
+	if res.Outcome == OutcomeFailed {
+		level = slog.LevelError
+	}
+	e.Logger.Log(ctx, level, "action", "rule", f.Rule, "gvr", f.Object.Resource.GroupResource().String(),
+		"namespace", f.Object.Namespace, "name", f.Object.Name, "action", f.Action.String(), "outcome", res.Outcome,
+		"reason", res.Reason, "detail", res.Detail)
 }
 
 // pending returns the first dependency that was not acted on successfully, or nil.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
@@ -42,9 +44,10 @@ func run(ctx context.Context, sweeper string, keep bool, extraArgs []string) err
 	if err := cluster.SeedDemo(ctx, c); err != nil {
 		return err
 	}
-	// The debris is seconds old, so the demo does not wait for the default --min-terminating-age
-	// and --catalog-pod-slack.
-	args := append([]string{"--kubeconfig", c.Kubeconfig, "--min-terminating-age=0s", "--catalog-pod-slack=0s", "--log-level=warn"}, extraArgs...)
+	// The debris is seconds old, so the demo does not wait for the default --min-terminating-age,
+	// --catalog-pod-slack and --min-age.
+	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
+	args := slices.Concat([]string{"--kubeconfig", c.Kubeconfig}, young, []string{"--log-level=warn"}, extraArgs)
 	fmt.Fprintf(os.Stderr, "demo: seeded sample debris; running: %s %v\n\n", sweeper, args)
 	cmd := exec.CommandContext(ctx, sweeper, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -52,7 +55,7 @@ func run(ctx context.Context, sweeper string, keep bool, extraArgs []string) err
 		return fmt.Errorf("%s: %w", sweeper, err)
 	}
 	if keep {
-		fmt.Fprintf(os.Stderr, "\ndemo: the cluster keeps running; try:\n  %s --kubeconfig %s --min-terminating-age=0s --catalog-pod-slack=0s -o yaml\nPress Ctrl-C to stop it.\n", sweeper, c.Kubeconfig)
+		fmt.Fprintf(os.Stderr, "\ndemo: the cluster keeps running; try:\n  %s --kubeconfig %s %s -o yaml\nPress Ctrl-C to stop it.\n", sweeper, c.Kubeconfig, strings.Join(young, " "))
 		<-ctx.Done()
 	}
 	return nil

@@ -92,7 +92,7 @@ func snapshot(t *testing.T, seeded map[string]cluster.Seeded) map[string]string 
 func TestDeployed(t *testing.T) {
 	seeded := fieldCases(t)
 	// The debris is seconds old: the thresholds would keep it from being acted on.
-	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s"}
+	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
 
 	reportOnly := render(t, "overlays/report-only")
 	apply(t, reportOnly, false)

@@ -301,6 +301,7 @@ func TestOptInAndDependencies(t *testing.T) {
 			opts := testOptions(ns)
 			opts.DryRun = sweeper.DryRunNone
 			opts.MaxActions = tt.maxActions
+			opts.MinAge.Duration = 0 // the ConfigMaps were created a moment ago
 			report := newEngine(t, opts, nil, nil, deleteWithOptIn{namespace: ns, optedIn: tt.optedIn}, releaseAfterDelete{namespace: ns}).Run(context.Background())
 
 			got := map[string]want{}

@@ -194,10 +194,14 @@ func why(f sweeper.FindingResult) string {
 	return string(cmp.Or(f.SkipReason, f.FailReason)) + ": " + f.Error
 }
 
-// recorder records the requests a client sends.
+// recorder records the requests a client sends. If afterObserve is set, it runs once, before the
+// first request that is not a list after the lists of the walk: between the view and the first
+// write (or the reads that confirm it), where a controller may change the cluster.
 type recorder struct {
-	mu       sync.Mutex
-	requests []request
+	mu           sync.Mutex
+	requests     []request
+	afterObserve func()
+	listed       bool
 }
 
 type request struct {
@@ -211,7 +215,16 @@ func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
 		r.requests = append(r.requests, request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()})
+		isList := req.Method == http.MethodGet && req.URL.Query().Has("limit")
+		var hook func()
+		if r.listed && !isList && r.afterObserve != nil {
+			hook, r.afterObserve = r.afterObserve, nil
+		}
+		r.listed = r.listed || isList
 		r.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		return rt.RoundTrip(req)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -57,9 +58,11 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 		require.NotNil(t, testCluster.Current(t, f5.Get("Pod", pod)).GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", pod)
 	}
 
-	ruleSet, err := sweepOptions().RuleSet()
+	opts := sweepOptions()
+	opts.MinAge.Duration = 0 // the pods were created a moment ago
+	ruleSet, err := opts.RuleSet()
 	require.NoError(t, err)
-	report := newEngine(t, sweepOptions(), nil, clocktesting.NewFakePassiveClock(time.Now().Add(2*time.Minute)), ruleSet...).Run(context.Background())
+	report := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(2*time.Minute)), ruleSet...).Run(context.Background())
 
 	findings := map[string]sweeper.FindingResult{}
 	for _, f := range ruleFindings(report, "catalog-pods", ns) {
@@ -80,7 +83,8 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 		assert.Equal(t, ptr.To[int64](0), f.Action.GracePeriodSeconds)
 		assert.Contains(t, f.Evidence, "serves CatalogSource "+ns+"/operatorhubio-catalog (label olm.catalogSource)")
 	}
-	assert.Regexp(t, `^node .*-lost: Ready=Unknown since \S+ \(threshold 5m0s\)$`, findings["on-lost-node"].Evidence[1])
+	assert.Regexp(t, `^node .*-lost: Ready=Unknown since \S+ \(threshold 5m0s\): its kubelet stopped reporting$`, findings["on-lost-node"].Evidence[1])
+	assert.Regexp(t, `^re-checked live: node .*-lost is still lost: `, findings["on-lost-node"].Evidence[len(findings["on-lost-node"].Evidence)-1])
 	assert.Equal(t, "stuck terminating: its node "+ns+"-missing no longer exists", findings["on-missing-node"].Reason)
 }
 
@@ -110,7 +114,8 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	for kind, f := range findings {
 		assert.Equal(t, "subscription deleted; left behind", f.Reason, kind)
 		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, kind)
-		assert.Equal(t, "opt-in: set rules.operator-leftovers.delete: ["+kind+"] to act", why(f), kind)
+		groupKind := schema.FromAPIVersionAndKind(f.Object.APIVersion, kind).GroupKind()
+		assert.Equal(t, "opt-in: set rules.operator-leftovers.delete: ["+groupKind.String()+"] to act", why(f), kind)
 	}
 	assert.Contains(t, findings["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
 	for _, obj := range objs {
@@ -118,7 +123,8 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	}
 
 	opts := sweepOptions()
-	opts.RuleConfigs = map[string]rules.RuleConfig{"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion", "InstallPlan"}}}}
+	opts.RuleConfigs = map[string]rules.RuleConfig{"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{
+		"ClusterServiceVersion.operators.coreos.com", "InstallPlan.operators.coreos.com"}}}}
 	report = sweep(t, opts, nil)
 
 	findings = leftovers(report)
