@@ -228,7 +228,7 @@ func TestOverlaysApplyServerSide(t *testing.T) {
 	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
 		t.Run(overlay, func(t *testing.T) {
 			objs := render(t, overlay)
-			require.Len(t, objs, 8)
+			require.Len(t, objs, 10, "namespace, service account, two roles and bindings, the admission policy and binding, config, cron job")
 			apply(t, objs, true)
 		})
 	}
@@ -302,4 +302,46 @@ func mustAbs(t *testing.T, path string) string {
 	_, err = os.Stat(abs)
 	require.NoError(t, err)
 	return abs
+}
+
+// TestAdmissionPolicyLimitsTheServiceAccount: with the base applied, the sweeper's ServiceAccount
+// may release a finalizer and change ownerReferences, and nothing else, whatever its role grants.
+func TestAdmissionPolicyLimitsTheServiceAccount(t *testing.T) {
+	apply(t, render(t, "base"), false)
+	saConfig, _ := serviceAccountConfig(t)
+	saClient, err := dynamic.NewForConfig(saConfig)
+	require.NoError(t, err)
+	ns := "e2e-admission"
+	_, err = testCluster.Create(context.Background(), "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
+	require.NoError(t, err)
+	created, err := testCluster.Create(context.Background(), cluster.Fill(cluster.F1CSV+`
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: InstallPlan
+metadata: {name: install-abc, namespace: NAMESPACE}
+spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdoperator.v0.9.4]}
+`, ns))
+	require.NoError(t, err)
+	csv, plan := created[0], created[1]
+	patch := func(obj *unstructured.Unstructured, patch string) error {
+		_, gvr, err := testCluster.Resource(obj)
+		require.NoError(t, err)
+		_, err = saClient.Resource(gvr).Namespace(obj.GetNamespace()).Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+
+	// The policy takes effect once the API server has loaded it.
+	require.Eventually(t, func() bool {
+		err := patch(csv, `{"spec":{"install":{"strategy":"deployment","spec":{"deployments":[{"name":"evil","spec":{}}]}}}}`)
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	}, 30*time.Second, 200*time.Millisecond, "a change of spec.install is denied")
+	err = patch(csv, `{"metadata":{"labels":{"olm.owner":"hijacked"}}}`)
+	require.Error(t, err, "so is a label")
+	assert.Contains(t, err.Error(), "operator-sweeper may change only metadata.finalizers and metadata.ownerReferences")
+
+	require.NoError(t, patch(plan, `{"metadata":{"ownerReferences":[{"apiVersion":"operators.coreos.com/v1alpha1","kind":"Subscription","name":"etcd","uid":"3f1c3c84-0000-4000-8000-000000000002"}]}}`),
+		"an ownerReference change passes")
+	require.NoError(t, patch(csv, `{"metadata":{"finalizers":null}}`), "a finalizer release passes")
+	assert.Empty(t, testCluster.Current(t, csv).GetFinalizers())
+	assert.Equal(t, "deployment", testCluster.Current(t, csv).Object["spec"].(map[string]any)["install"].(map[string]any)["strategy"])
 }
