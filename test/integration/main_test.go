@@ -209,12 +209,13 @@ type request struct {
 	Path      string
 	Query     url.Values
 	UserAgent string
+	// Status is the answer's HTTP status, 0 if there was none.
+	Status int
 }
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
-		r.requests = append(r.requests, request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()})
 		isList := req.Method == http.MethodGet && req.URL.Query().Has("limit")
 		var hook func()
 		if r.listed && !isList && r.afterObserve != nil {
@@ -225,8 +226,28 @@ func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 		if hook != nil {
 			hook()
 		}
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		recorded := request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()}
+		if err == nil {
+			recorded.Status = resp.StatusCode
+		}
+		r.mu.Lock()
+		r.requests = append(r.requests, recorded)
+		r.mu.Unlock()
+		return resp, err
 	})
+}
+
+// writes returns the requests with the method whose path matches pattern that the API server
+// accepted: what was written.
+func (r *recorder) writes(method, pattern string) []request {
+	var out []request
+	for _, req := range r.matching(method, pattern) {
+		if req.Status >= 200 && req.Status < 300 {
+			out = append(out, req)
+		}
+	}
+	return out
 }
 
 // matching returns the recorded requests with the method whose path matches pattern.
