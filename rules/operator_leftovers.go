@@ -122,36 +122,58 @@ type operatorOf struct {
 
 // Plan implements Rule.
 func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
-	var findings []Finding
-	var leftovers []leftover
-	found := map[types.UID]bool{} // an object listed twice is reported once
-	add := func(l leftover) {
-		if !found[l.obj.UID] && l.obj.DeletionTimestamp == nil {
-			found[l.obj.UID] = true
-			leftovers = append(leftovers, l)
-		}
-	}
-	unmanaged := func(csv *Object, why string) {
-		if !found[csv.UID] {
-			found[csv.UID] = true
-			findings = append(findings, Finding{Severity: SeverityInfo, Object: csv.Ref(), Reason: "unmanaged: " + why,
-				Evidence: []string{"a ClusterServiceVersion that succeeded runs; only one that did not is left behind, and only its Subscription's deletion abandons it"}})
-		}
-	}
-
+	c := &collection{leftBehind: map[types.UID]bool{}, reported: map[types.UID]bool{}}
 	operators := operatorsOf(view)
 	shared := sharedComponents(view, operators)
+	c.abandonedOperators(view, operators, shared)
+	c.uninstalledCSVs(view)
+
+	findings := c.unmanaged
+	crds := indexCRDs(view)
+	for _, l := range c.leftovers {
+		findings = append(findings, r.finding(view, crds, l, c.leftBehind, shared))
+	}
+	return findings
+}
+
+// collection gathers what Plan finds, each object once: leftovers, and the unmanaged CSVs it only
+// reports.
+type collection struct {
+	leftovers  []leftover
+	unmanaged  []Finding
+	leftBehind map[types.UID]bool // the leftovers
+	reported   map[types.UID]bool // the leftovers and the unmanaged
+}
+
+func (c *collection) add(l leftover) {
+	if !c.reported[l.obj.UID] && l.obj.DeletionTimestamp == nil {
+		c.reported[l.obj.UID], c.leftBehind[l.obj.UID] = true, true
+		c.leftovers = append(c.leftovers, l)
+	}
+}
+
+func (c *collection) addUnmanaged(csv *Object) {
+	if !c.reported[csv.UID] {
+		c.reported[csv.UID] = true
+		c.unmanaged = append(c.unmanaged, Finding{Severity: SeverityInfo, Object: csv.Ref(), Reason: "unmanaged: no Subscription, but it runs (phase Succeeded)",
+			Evidence: []string{"a ClusterServiceVersion that succeeded runs; only one that did not is left behind, and only its Subscription's deletion abandons it"}})
+	}
+}
+
+// abandonedOperators adds the components of every Operator without a Subscription whose CSVs do
+// not run, and the Operator; the running CSVs of the others are unmanaged.
+func (c *collection) abandonedOperators(view *View, operators []operatorOf, shared map[types.UID]string) {
 	for _, op := range operators {
 		if op.subscription != nil || !view.Observed(Subscriptions.GroupResource(), op.ns) {
 			continue
 		}
-		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)
 		if running := runningCSVs(view, op); len(running) > 0 {
 			for _, csv := range running {
-				unmanaged(csv, "no Subscription, but it runs (phase Succeeded)")
+				c.addUnmanaged(csv)
 			}
 			continue // its components are a running operator's
 		}
+		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)
 		facts := []Fact{operatorAbandoned(op)}
 		refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
 		for _, ref := range refs {
@@ -160,29 +182,28 @@ func (r OperatorLeftovers) Plan(_ context.Context, view *View) []Finding {
 				if with, ok := shared[obj.UID]; ok {
 					evidence = append(evidence, with)
 				}
-				add(leftover{obj, "subscription deleted; left behind", evidence, facts})
+				c.add(leftover{obj, "subscription deleted; left behind", evidence, facts})
 			}
 		}
-		add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, facts})
+		c.add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, facts})
 	}
+}
+
+// uninstalledCSVs adds the CSVs no Subscription installed (not OLM's copies, nor its own), but for
+// those that run: unmanaged.
+func (c *collection) uninstalledCSVs(view *View) {
 	for _, csv := range view.List(ClusterServiceVersions.GroupResource()) {
 		if copiedCSV(csv) || olmsOwnCSV(csv) || !view.Observed(Subscriptions.GroupResource(), csv.Namespace) || installed(view, csv) {
 			continue
 		}
 		if nestedString(csv, "status", "phase") == "Succeeded" {
-			unmanaged(csv, "no Subscription, but it runs (phase Succeeded)")
+			c.addUnmanaged(csv)
 			continue
 		}
-		add(leftover{csv, "no Subscription installed it; left behind",
+		c.add(leftover{csv, "no Subscription installed it; left behind",
 			[]string{fmt.Sprintf("no Subscription in namespace %s has it as status.installedCSV or status.currentCSV, or is of the operator it is labelled with", csv.Namespace)},
 			[]Fact{csvNotInstalled(csv)}})
 	}
-
-	crds := indexCRDs(view)
-	for _, l := range leftovers {
-		findings = append(findings, r.finding(view, crds, l, found, shared))
-	}
-	return findings
 }
 
 // operatorsOf lists the Operators whose name splits into a package and a namespace, with their

@@ -23,6 +23,8 @@ func TestDefaultOptionsAreValid(t *testing.T) {
 	assert.Equal(t, 100, opts.Burst)
 	assert.Equal(t, int64(500), opts.PageSize)
 	assert.Equal(t, 15*time.Minute, opts.MinTerminatingAge.Duration)
+	assert.Equal(t, 10*time.Minute, opts.MinAge.Duration, "nothing younger is deleted or re-owned")
+	assert.Equal(t, 0.55, opts.UnhealthyZoneThreshold, "kube-controller-manager's default")
 }
 
 func TestValidate(t *testing.T) {
@@ -40,6 +42,9 @@ func TestValidate(t *testing.T) {
 		{"page-size", func(o *Options) { o.PageSize = 0 }, "--page-size 0 is invalid"},
 		{"timeout", func(o *Options) { o.Timeout.Duration = -time.Second }, "--timeout -1s is invalid"},
 		{"min-terminating-age", func(o *Options) { o.MinTerminatingAge.Duration = -time.Second }, "--min-terminating-age -1s is invalid"},
+		{"min-age", func(o *Options) { o.MinAge.Duration = -time.Minute }, "--min-age -1m0s is invalid: it must not be negative"},
+		{"unhealthy-zone-threshold 0", func(o *Options) { o.UnhealthyZoneThreshold = 0 }, "--unhealthy-zone-threshold 0 is invalid: use a fraction above 0 and at most 1"},
+		{"unhealthy-zone-threshold above 1", func(o *Options) { o.UnhealthyZoneThreshold = 1.5 }, "--unhealthy-zone-threshold 1.5 is invalid"},
 		{"resource pattern", func(o *Options) { o.IncludeResources = []string{"[pods"} }, `--include-resources: pattern "[pods" is invalid`},
 		{"empty pattern", func(o *Options) { o.ExcludeNamespaces = []string{""} }, `--exclude-namespaces: pattern "" is invalid`},
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},

@@ -114,7 +114,8 @@ func TestVersionAndHelp(t *testing.T) {
 	assert.Equal(t, exitOK, run(context.Background(), []string{"--help"}, &stdout, &stderr))
 	for _, flag := range []string{"--kubeconfig", "--context", "--dry-run", "-o, --output", "--report-file", "--rules", "--max-actions",
 		"--qps", "--burst", "--concurrency", "--page-size", "--timeout", "--include-resources", "--exclude-resources",
-		"--include-namespaces", "--exclude-namespaces", "--min-terminating-age", "--catalog-pod-slack", "--node-not-ready-for", "--config", "--log-format", "--log-level",
+		"--include-namespaces", "--exclude-namespaces", "--min-terminating-age", "--min-age", "--catalog-pod-slack", "--node-not-ready-for",
+		"--unhealthy-zone-threshold", "--config", "--log-format", "--log-level",
 		"--fail-on-findings", "--version"} {
 		assert.Contains(t, stdout.String(), flag)
 	}

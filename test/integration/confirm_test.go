@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -33,14 +32,6 @@ func shippedOptions(t *testing.T) sweeper.Options {
 	require.NoError(t, err)
 	opts.DryRun = sweeper.DryRunNone
 	return opts
-}
-
-// sweepWith runs the options' rules an hour from now, with rec (and its hook) on the client.
-func sweepWith(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
-	t.Helper()
-	ruleSet, err := opts.RuleSet()
-	require.NoError(t, err)
-	return newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), ruleSet...).Run(context.Background())
 }
 
 // findingAbout returns the report's finding of rule about obj.
@@ -95,7 +86,7 @@ func TestConfirmOLMRBACOfACSVInstalledMeanwhile(t *testing.T) {
 	role := create(t, ns, fill(olmRBAC, ns, "etcd.v2"))[0]
 	rec := &recorder{afterObserve: func() { create(t, ns, fill(plainCSV, ns, "etcd.v2")) }}
 
-	report := sweepWith(t, shippedOptions(t), rec)
+	report := sweep(t, shippedOptions(t), rec)
 
 	f := findingAbout(t, report, "olm-rbac", role)
 	assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
@@ -119,7 +110,7 @@ func TestConfirmDeleteCarriesTheResourceVersion(t *testing.T) {
 		require.NoError(t, err)
 	}}
 
-	report := sweepWith(t, shippedOptions(t), rec)
+	report := sweep(t, shippedOptions(t), rec)
 
 	f := findingAbout(t, report, "olm-rbac", role)
 	assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, f.Error)
@@ -143,7 +134,7 @@ metadata:
 rules: []
 `, ns, ""))[0]
 
-	report := sweepWith(t, shippedOptions(t), nil)
+	report := sweep(t, shippedOptions(t), nil)
 
 	f := findingAbout(t, report, "olm-rbac", role)
 	assert.Nil(t, f.Action, "reported, not acted on")
@@ -208,7 +199,7 @@ func TestConfirmLeftoversMustBeAbandoned(t *testing.T) {
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{
 		"ClusterServiceVersion.operators.coreos.com", "CustomResourceDefinition.apiextensions.k8s.io", "Operator.operators.coreos.com"}}}
 
-	report := sweepWith(t, opts, nil)
+	report := sweep(t, opts, nil)
 
 	for _, obj := range []*unstructured.Unstructured{server, crd, csv} {
 		assert.NotNil(t, testCluster.Current(t, obj), "%s %s stays", obj.GetKind(), obj.GetName())
@@ -260,7 +251,7 @@ spec: {holderIdentity: laptop_1f0c, leaseDurationSeconds: 15, renewTime: "RENEWE
 			ns := newNamespace(t)
 			debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
-			report := sweepWith(t, shippedOptions(t), nil)
+			report := sweep(t, shippedOptions(t), nil)
 
 			for _, obj := range debris {
 				current := testCluster.Current(t, obj)
@@ -321,7 +312,7 @@ data: {release: SDRzSQ==}
 			widget, err := testCluster.Delete(context.Background(), widget)
 			require.NoError(t, err)
 
-			report := sweepWith(t, shippedOptions(t), nil)
+			report := sweep(t, shippedOptions(t), nil)
 
 			current := testCluster.Current(t, widget)
 			require.NotNil(t, current, "the Widget is still there")
@@ -393,7 +384,7 @@ status:
 	opts := shippedOptions(t)
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"Service", "ConfigMap"}}}
 
-	report := sweepWith(t, opts, nil)
+	report := sweep(t, opts, nil)
 
 	assert.Nil(t, testCluster.Current(t, core), "the core Service is opted in and goes")
 	assert.NotNil(t, testCluster.Current(t, knative), "Service means the core group only")

@@ -174,7 +174,7 @@ func TestInterleavingsNeverWriteToWhatIsOwnedAgain(t *testing.T) {
 			opts.CatalogPodSlack.Duration = 0
 			opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"ConfigMap", "Operator.operators.coreos.com"}}}
 
-			sweepWith(t, opts, rec)
+			sweep(t, opts, rec)
 
 			protected := map[string]bool{}
 			for _, c := range chosen {
