@@ -297,7 +297,18 @@ func (a *Applier) client(obj *rules.Object) metadata.ResourceInterface {
 
 // reread gets obj again, in full if the view held it in full.
 func (a *Applier) reread(ctx context.Context, obj *rules.Object) (*rules.Object, error) {
-	return getObject(ctx, a.Metadata, a.Dynamic, obj.Resource, obj.Namespace, obj.Name, obj.Content != nil, nil)
+	if obj.Content != nil {
+		u, err := dynamicClient(a.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return newContentObject(obj.Resource, u, nil), nil
+	}
+	m, err := a.client(obj).Get(ctx, obj.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return newObject(obj.Resource, m.ObjectMeta), nil
 }
 
 func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Action) error {

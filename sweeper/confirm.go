@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -146,20 +146,14 @@ func (c *Confirmer) send(ctx context.Context, read rules.Read) readResult {
 	case !listed:
 		return readResult{err: fmt.Errorf("%s were not walked (--%s or --%s)", read.Resource, FlagIncludeResources, FlagExcludeResources)}
 	}
+	// A read by name is a list with a field selector: the walk's list on every resource is all
+	// the RBAC a confirmation needs.
+	opts := metav1.ListOptions{LabelSelector: read.Selector}
+	if read.Name != "" {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", read.Name).String()
+	}
 	res := readResult{resource: r, served: true}
-	task := listTask{resource: r, namespace: read.Namespace, content: read.Fields != nil, labelSelector: read.Selector, fields: read.Fields}
-	if read.Name == "" {
-		opts := metav1.ListOptions{LabelSelector: read.Selector}
-		res.err = eachObject(ctx, c.Clients, c.PageSize, task, opts, func(obj *rules.Object) { res.objects = append(res.objects, obj) })
-		return res
-	}
-	obj, err := getObject(ctx, c.Clients.Metadata, c.Clients.Dynamic, r, read.Namespace, read.Name, read.Fields != nil, read.Fields)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		res.err = err
-	default:
-		res.objects = []*rules.Object{obj}
-	}
+	task := listTask{resource: r, namespace: read.Namespace, content: read.Fields != nil, fields: read.Fields}
+	res.err = eachObject(ctx, c.Clients, c.PageSize, task, opts, func(obj *rules.Object) { res.objects = append(res.objects, obj) })
 	return res
 }

@@ -212,23 +212,6 @@ func eachObject(ctx context.Context, clients *Clients, pageSize int64, task list
 	})
 }
 
-// getObject gets one object: its metadata, or, with content, the rest of it too, of which it
-// keeps only fields (all if nil).
-func getObject(ctx context.Context, metadataClient metadata.Interface, dyn dynamic.Interface, r rules.Resource, namespace, name string, content bool, fields []string) (*rules.Object, error) {
-	if content {
-		u, err := dynamicClient(dyn, r.GroupVersionResource, namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return newContentObject(r, u, fields), nil
-	}
-	m, err := resourceClient(metadataClient, r.GroupVersionResource, namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return newObject(r, m.ObjectMeta), nil
-}
-
 // newObject keeps what rules need of a listed object's metadata. Managed fields and the
 // last-applied annotation are dropped: rules never read them and they are often most of an
 // object's metadata.

@@ -67,6 +67,7 @@ func noForbidden(t *testing.T, report *sweeper.Report) {
 	assert.Empty(t, report.Errors)
 	for _, f := range report.Findings {
 		assert.NotEqual(t, sweeper.OutcomeFailed, f.Outcome, "%s %s/%s: %s", f.Object.Kind, f.Object.Namespace, f.Object.Name, f.Error)
+		assert.NotEqual(t, sweeper.ReasonStale, f.SkipReason, "%s %s/%s: the confirmation reads are allowed: %v", f.Object.Kind, f.Object.Namespace, f.Object.Name, f.Evidence)
 		assert.NotContains(t, f.Error, "forbidden")
 	}
 }

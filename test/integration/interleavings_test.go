@@ -164,17 +164,17 @@ func TestInterleavingsNeverWriteToWhatIsOwnedAgain(t *testing.T) {
 			ns := newNamespace(t)
 			debris := interleavingDebris(t, ns) // the sweep's clock is an hour ahead: all of it is old
 			var names []string
-			rec := &recorder{afterObserve: func() {
+			opts := shippedOptions(t)
+			opts.CatalogPodSlack.Duration = 0
+			opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"ConfigMap", "Operator.operators.coreos.com"}}}
+			rec := &recorder{}
+
+			sweepChanging(t, opts, rec, func() {
 				for _, c := range chosen {
 					names = append(names, c.name)
 					c.do(t, ns, debris)
 				}
-			}}
-			opts := shippedOptions(t)
-			opts.CatalogPodSlack.Duration = 0
-			opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"ConfigMap", "Operator.operators.coreos.com"}}}
-
-			sweep(t, opts, rec)
+			})
 
 			protected := map[string]bool{}
 			for _, c := range chosen {

@@ -194,14 +194,10 @@ func why(f sweeper.FindingResult) string {
 	return string(cmp.Or(f.SkipReason, f.FailReason)) + ": " + f.Error
 }
 
-// recorder records the requests a client sends. If afterObserve is set, it runs once, before the
-// first request that is not a list after the lists of the walk: between the view and the first
-// write (or the reads that confirm it), where a controller may change the cluster.
+// recorder records the requests a client sends, and the answers' status.
 type recorder struct {
-	mu           sync.Mutex
-	requests     []request
-	afterObserve func()
-	listed       bool
+	mu       sync.Mutex
+	requests []request
 }
 
 type request struct {
@@ -215,17 +211,6 @@ type request struct {
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		r.mu.Lock()
-		isList := req.Method == http.MethodGet && req.URL.Query().Has("limit")
-		var hook func()
-		if r.listed && !isList && r.afterObserve != nil {
-			hook, r.afterObserve = r.afterObserve, nil
-		}
-		r.listed = r.listed || isList
-		r.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
 		resp, err := rt.RoundTrip(req)
 		recorded := request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()}
 		if err == nil {

@@ -43,9 +43,31 @@ func sweepOptions() sweeper.Options {
 // sweep runs the configured rules an hour from now.
 func sweep(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
 	t.Helper()
+	return sweepChanging(t, opts, rec, nil)
+}
+
+// sweepChanging runs the configured rules an hour from now, and change, if not nil, between the
+// view and the first read that confirms an action or write: where a controller may change the
+// cluster under the sweeper. The engine plans every rule before it acts: change runs as the plan
+// of a rule of its own.
+func sweepChanging(t *testing.T, opts sweeper.Options, rec *recorder, change func()) *sweeper.Report {
+	t.Helper()
 	ruleSet, err := opts.RuleSet()
 	require.NoError(t, err)
+	if change != nil {
+		ruleSet = append(ruleSet, changeBeforeActing{change: change})
+	}
 	return newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), ruleSet...).Run(context.Background())
+}
+
+// changeBeforeActing is a rule that plans nothing and changes the cluster.
+type changeBeforeActing struct{ change func() }
+
+func (changeBeforeActing) Name() string { return "change-before-acting" }
+
+func (r changeBeforeActing) Plan(context.Context, *rules.View) []rules.Finding {
+	r.change()
+	return nil
 }
 
 // ruleFindings returns the findings of rule about objects in namespace, or named namespace.
