@@ -82,6 +82,7 @@ func (r CatalogPods) ReadsContent() []ContentRequest {
 	requests := []ContentRequest{
 		{Resource: Pods.GroupResource(), Selector: catalogSourceLabel, Fields: podFields},
 		{Resource: Nodes.GroupResource(), Fields: nodeFields},
+		{Resource: Leases.GroupResource(), Fields: leaseFields}, // the nodes' heartbeats
 	}
 	if r.source != "" {
 		requests = append(requests, ContentRequest{Resource: Pods.GroupResource(), Selector: r.source, Fields: podFields})
@@ -144,7 +145,7 @@ func (r CatalogPods) decide(view *View, zones zoneStates, pod *Object) (Finding,
 	f.Action = Delete{GracePeriodSeconds: ptr.To[int64](0)}
 	f.Facts = []Fact{r.nodeLost(nodeName)}
 	if outage, detail := zones.outage(node.zone); outage {
-		f.Held = &Held{Reason: "zone-outage", Detail: detail}
+		f.Held = &Held{Reason: HeldZoneOutage, Detail: detail}
 	}
 	return f, true
 }
@@ -153,8 +154,11 @@ func (r CatalogPods) decide(view *View, zones zoneStates, pod *Object) (Finding,
 // Node says the same.
 func (r CatalogPods) nodeLost(name string) Fact {
 	return factOf{
-		key:   fmt.Sprintf("node %s lost for %s", name, r.nodeNotReadyFor),
-		reads: []Read{{Resource: Nodes.GroupResource(), Fields: nodeFields}},
+		key: fmt.Sprintf("node %s lost for %s", name, r.nodeNotReadyFor),
+		reads: []Read{
+			{Resource: Nodes.GroupResource(), Fields: nodeFields},
+			{Resource: Leases.GroupResource(), Namespace: nodeLeaseNamespace, Fields: leaseFields},
+		},
 		holds: func(view *View) (bool, string) {
 			node := judgeNode(view, name, r.nodeNotReadyFor)
 			if node.verdict != nodeLost {

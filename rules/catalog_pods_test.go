@@ -107,7 +107,18 @@ func TestCatalogPods(t *testing.T) {
 			name:       "out-of-service taint: lost at once",
 			objects:    []*Object{node("worker-1", "Unknown", time.Minute, withTaint("node.kubernetes.io/out-of-service")), terminatingPod("p", "worker-1", 2*time.Minute)},
 			wantReason: "stuck terminating: its node worker-1 is out of service",
-			evidence:   []string{"node worker-1: taint node.kubernetes.io/out-of-service"},
+			evidence:   []string{"node worker-1: not Ready, and taint node.kubernetes.io/out-of-service"},
+		},
+		{
+			name:    "out-of-service taint left on a Ready node: never",
+			objects: []*Object{node("worker-1", "True", time.Hour, withTaint("node.kubernetes.io/out-of-service")), terminatingPod("p", "worker-1", 2*time.Minute)},
+		},
+		{
+			name: "node False, its status old but its Lease renewed: reporting",
+			objects: []*Object{node("worker-1", "False", time.Hour, lastReported(10*time.Minute)), terminatingPod("p", "worker-1", 2*time.Minute),
+				object(Leases, "kube-node-lease", "worker-1", withContent(map[string]any{"spec": map[string]any{"renewTime": testNow.Add(-5 * time.Second).Format(time.RFC3339Nano)}}))},
+			wantReason: "stuck terminating: its node worker-1 is not Ready, but its kubelet reports and will finish the deletion",
+			reportOnly: true,
 		},
 		{
 			name:    "node Ready: never",
@@ -237,6 +248,7 @@ func TestCatalogPodsReadsOnlyWhatItNeeds(t *testing.T) {
 	assert.Equal(t, []ContentRequest{
 		{Resource: Pods.GroupResource(), Selector: "olm.catalogSource", Fields: []string{"spec.nodeName", "status.conditions"}},
 		{Resource: Nodes.GroupResource(), Fields: []string{"status.conditions", "spec.taints"}},
+		{Resource: Leases.GroupResource(), Fields: []string{"spec.holderIdentity", "spec.leaseDurationSeconds", "spec.renewTime", "spec.acquireTime"}},
 	}, CatalogPods{}.ReadsContent())
-	assert.Len(t, CatalogPods{source: "app=registry"}.ReadsContent(), 3)
+	assert.Len(t, CatalogPods{source: "app=registry"}.ReadsContent(), 4)
 }

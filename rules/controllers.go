@@ -297,10 +297,7 @@ func leasesOf(view *View, mapping *finalizerMapping, status *controllerStatus) (
 		return false, false
 	}
 	found := false
-	for _, lease := range view.List(Leases.GroupResource()) {
-		if !slices.ContainsFunc(mapping.Leases, func(glob string) bool { ok, _ := path.Match(glob, lease.Name); return ok }) {
-			continue
-		}
+	for _, lease := range mappingLeases(view, mapping) {
 		found = true
 		name := fmt.Sprintf("Lease %s/%s", lease.Namespace, lease.Name)
 		renewed, ok := leaseRenewTime(lease)
@@ -311,11 +308,14 @@ func leasesOf(view *View, mapping *finalizerMapping, status *controllerStatus) (
 		window := max(3*time.Duration(nestedInt(lease, "spec", "leaseDurationSeconds"))*time.Second, 2*time.Minute)
 		age := view.Now().Sub(renewed)
 		holder := nestedString(lease, "spec", "holderIdentity")
-		if age <= window {
+		switch {
+		case holder == "":
+			status.evidence = append(status.evidence, fmt.Sprintf("%s is released: no holder", name))
+		case age <= window:
 			held = true
 			status.names = append(status.names, name)
 			status.evidence = append(status.evidence, fmt.Sprintf("%s is held by %q, renewed %s ago (within %s): the controller runs", name, holder, duration.HumanDuration(max(age, 0)), window))
-		} else {
+		default:
 			status.evidence = append(status.evidence, fmt.Sprintf("%s was last renewed %s ago by %q (more than %s): not held", name, duration.HumanDuration(age), holder, window))
 		}
 	}
@@ -323,6 +323,17 @@ func leasesOf(view *View, mapping *finalizerMapping, status *controllerStatus) (
 		status.evidence = append(status.evidence, "no Lease is named "+globs)
 	}
 	return held, true
+}
+
+// mappingLeases are the Leases whose names a mapping's globs match.
+func mappingLeases(view *View, mapping *finalizerMapping) []*Object {
+	var leases []*Object
+	for _, lease := range view.List(Leases.GroupResource()) {
+		if slices.ContainsFunc(mapping.Leases, func(glob string) bool { ok, _ := path.Match(glob, lease.Name); return ok }) {
+			leases = append(leases, lease)
+		}
+	}
+	return leases
 }
 
 // leaseRenewTime is a Lease's spec.renewTime (a MicroTime), or its acquireTime.
@@ -433,8 +444,13 @@ func workloadContent() []ContentRequest {
 var leaseFields = []string{"spec.holderIdentity", "spec.leaseDurationSeconds", "spec.renewTime", "spec.acquireTime"}
 
 // controllersGone is the fact that a mapping's controllers are gone: read again, every workload
-// that could be one is gone and no Lease is held.
-func controllersGone(mapping *finalizerMapping) Fact {
+// that could be one is gone and no Lease is held, and none of the mapping's Leases changed since
+// view: a Lease renewed meanwhile is held, whatever its holder's clock says.
+func controllersGone(view *View, mapping *finalizerMapping) Fact {
+	observed := map[string]string{} // resourceVersions of the mapping's Leases, by namespace/name
+	for _, lease := range mappingLeases(view, mapping) {
+		observed[lease.Namespace+"/"+lease.Name] = lease.ResourceVersion
+	}
 	var reads []Read
 	for _, req := range workloadContent() {
 		needed := slices.ContainsFunc(mapping.controllers, func(c controllerMatcher) bool { return c.resource.GroupResource() == req.Resource })
@@ -446,6 +462,11 @@ func controllersGone(mapping *finalizerMapping) Fact {
 		key:   "controllers gone " + mapping.Pattern,
 		reads: reads,
 		holds: func(view *View) (bool, string) {
+			for _, lease := range mappingLeases(view, mapping) {
+				if rv, seen := observed[lease.Namespace+"/"+lease.Name]; (!seen || rv != lease.ResourceVersion) && nestedString(lease, "spec", "holderIdentity") != "" {
+					return false, fmt.Sprintf("re-checked live: Lease %s/%s was renewed or taken since the sweep looked: a controller of %q runs", lease.Namespace, lease.Name, mapping.Pattern)
+				}
+			}
 			status := controllersOf(view, mapping)
 			if status.liveness == gone {
 				return true, fmt.Sprintf("re-checked live: no controller of %q runs or holds a Lease", mapping.Pattern)

@@ -104,9 +104,9 @@ func TestImageMatches(t *testing.T) {
 func TestLeasesProveAControllerAlive(t *testing.T) {
 	owners := []FinalizerOwner{{Pattern: "acme.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "acme"}}, Leases: []string{"acme-leader.*"}}}
 	mapping, _ := shippedMappings(t, owners...).ownerOf("acme.io/x")
-	lease := func(name string, renewedAgo time.Duration, durationSeconds int64) *Object {
-		return object(Leases, "acme-system", name, withContent(map[string]any{"spec": map[string]any{
-			"holderIdentity": "acme-7d9f_1", "leaseDurationSeconds": durationSeconds, "renewTime": testNow.Add(-renewedAgo).Format(time.RFC3339Nano)}}))
+	lease := func(name string, renewedAgo time.Duration, durationSeconds int64, opts ...func(*Object)) *Object {
+		return object(Leases, "acme-system", name, append([]func(*Object){withContent(map[string]any{"spec": map[string]any{
+			"holderIdentity": "acme-7d9f_1", "leaseDurationSeconds": durationSeconds, "renewTime": testNow.Add(-renewedAgo).Format(time.RFC3339Nano)}})}, opts...)...)
 	}
 	tests := []struct {
 		name     string
@@ -121,6 +121,9 @@ func TestLeasesProveAControllerAlive(t *testing.T) {
 		{"renewed long ago", Coverage{}, []*Object{lease("acme-leader.io", time.Hour, 15)}, gone,
 			`Lease acme-system/acme-leader.io was last renewed 60m ago by "acme-7d9f_1" (more than 2m0s): not held`},
 		{"another Lease", Coverage{}, []*Object{lease("other", time.Second, 15)}, gone, "no Lease is named acme-leader.*"},
+		{"released", Coverage{}, []*Object{lease("acme-leader.io", time.Second, 15, func(o *Object) {
+			o.Content["spec"].(map[string]any)["holderIdentity"] = ""
+		})}, gone, "Lease acme-system/acme-leader.io is released: no holder"},
 		{"a Lease wins over a workload scaled to 0", Coverage{}, []*Object{lease("acme-leader.io", time.Second, 15), workload(Deployments, "acme-system", "acme", 0)}, running, ""},
 		{"Leases not listed: unknown", Coverage{Unlisted: []schema.GroupResource{Leases.GroupResource()}}, nil, unknown,
 			"Leases were not all listed (filters or errors): cannot tell whether acme-leader.* is held"},

@@ -43,15 +43,15 @@ func (r Read) Key() string {
 	return fmt.Sprintf("%s|%s|%s|%s|%s", r.Resource, r.Namespace, r.Name, r.Selector, strings.Join(r.Fields, ","))
 }
 
-// ObjectAbsent is the fact that an object of a resource does not exist, or exists with another
-// UID than one it had (it was deleted and re-created).
+// ObjectAbsent is the fact that an object of a resource does not exist: any object of that name
+// there now, whatever its UID, breaks it.
 type ObjectAbsent struct {
 	Resource        Resource
 	Namespace, Name string
 }
 
 // Key implements Fact.
-func (f ObjectAbsent) Key() string { return "absent " + f.describe() }
+func (f ObjectAbsent) Key() string { return "absent " + objectKey(f.Resource, f.Namespace, f.Name) }
 
 // Reads implements Fact.
 func (f ObjectAbsent) Reads() []Read {
@@ -60,17 +60,11 @@ func (f ObjectAbsent) Reads() []Read {
 
 // Holds implements Fact.
 func (f ObjectAbsent) Holds(view *View) (bool, string) {
+	name := objectName(f.Resource, f.Namespace, f.Name)
 	if _, exists := view.Get(f.Resource.GroupResource(), f.Namespace, f.Name); exists {
-		return false, fmt.Sprintf("re-checked live: %s exists now", f.describe())
+		return false, fmt.Sprintf("re-checked live: %s exists now", name)
 	}
-	return true, fmt.Sprintf("re-checked live: %s is still absent", f.describe())
-}
-
-func (f ObjectAbsent) describe() string {
-	if f.Namespace == "" {
-		return f.Resource.Kind + " " + f.Name
-	}
-	return f.Resource.Kind + " " + f.Namespace + "/" + f.Name
+	return true, fmt.Sprintf("re-checked live: %s is still absent", name)
 }
 
 // ObjectTerminating is the fact that the object of a UID is being deleted, or is gone.
@@ -82,17 +76,17 @@ type ObjectTerminating struct {
 
 // Key implements Fact.
 func (f ObjectTerminating) Key() string {
-	return "terminating " + ObjectAbsent{f.Resource, f.Namespace, f.Name}.describe() + " " + string(f.UID)
+	return "terminating " + objectKey(f.Resource, f.Namespace, f.Name) + " " + string(f.UID)
 }
 
 // Reads implements Fact.
 func (f ObjectTerminating) Reads() []Read {
-	return ObjectAbsent{f.Resource, f.Namespace, f.Name}.Reads()
+	return []Read{{Resource: f.Resource.GroupResource(), Namespace: f.Namespace, Name: f.Name}}
 }
 
 // Holds implements Fact.
 func (f ObjectTerminating) Holds(view *View) (bool, string) {
-	name := ObjectAbsent{f.Resource, f.Namespace, f.Name}.describe()
+	name := objectName(f.Resource, f.Namespace, f.Name)
 	obj, exists := view.Get(f.Resource.GroupResource(), f.Namespace, f.Name)
 	switch {
 	case !exists:
@@ -103,6 +97,19 @@ func (f ObjectTerminating) Holds(view *View) (bool, string) {
 		return false, fmt.Sprintf("re-checked live: %s is no longer being deleted", name)
 	}
 	return true, fmt.Sprintf("re-checked live: %s is still terminating", name)
+}
+
+// objectName names an object for a human: "ClusterServiceVersion operators/etcd.v1".
+func objectName(r Resource, namespace, name string) string {
+	if namespace == "" {
+		return r.Kind + " " + name
+	}
+	return r.Kind + " " + namespace + "/" + name
+}
+
+// objectKey names an object unambiguously, by resource and group.
+func objectKey(r Resource, namespace, name string) string {
+	return r.GroupResource().String() + " " + namespace + "/" + name
 }
 
 // factOf is a Fact made of a key, reads and a check: the shape of the facts a rule re-decides

@@ -46,7 +46,7 @@ func TestObjectFacts(t *testing.T) {
 
 func TestControllersGoneIsCheckedAgain(t *testing.T) {
 	mapping, _ := shippedMappings(t).ownerOf(syslogFinalizer)
-	fact := controllersGone(mapping)
+	fact := controllersGone(viewWith(Coverage{}), mapping)
 	var read []string
 	for _, r := range fact.Reads() {
 		read = append(read, r.Resource.String())
@@ -61,8 +61,21 @@ func TestControllersGoneIsCheckedAgain(t *testing.T) {
 	assert.False(t, holds, "installed meanwhile")
 	assert.Contains(t, evidence, "re-checked live: a controller of \"*.logging.banzaicloud.io/finalizer\" is there now: ")
 	holds, _ = fact.Holds(freshView(listed, Coverage{}, object(Leases, "x", "logging-operator.logging.banzaicloud.io",
-		withContent(map[string]any{"spec": map[string]any{"leaseDurationSeconds": int64(15), "renewTime": testNow.Format(time.RFC3339Nano)}}))))
+		withContent(map[string]any{"spec": map[string]any{"holderIdentity": "a", "leaseDurationSeconds": int64(15), "renewTime": testNow.Format(time.RFC3339Nano)}}))))
 	assert.False(t, holds, "it holds its Lease now")
+
+	// An operator out of the cluster, its clock an hour behind: its Lease looks stale, but it
+	// is renewed between the view and the check.
+	skewed := func(rv string) *Object {
+		return object(Leases, "x", "logging-operator.logging.banzaicloud.io", func(o *Object) { o.ResourceVersion = rv },
+			withContent(map[string]any{"spec": map[string]any{"holderIdentity": "laptop", "leaseDurationSeconds": int64(15), "renewTime": testNow.Add(-time.Hour).Format(time.RFC3339Nano)}}))
+	}
+	fact = controllersGone(viewWith(Coverage{}, skewed("10")), mapping)
+	holds, evidence = fact.Holds(freshView(listed, Coverage{}, skewed("10")))
+	assert.True(t, holds, "not renewed since: stale: %s", evidence)
+	holds, evidence = fact.Holds(freshView(listed, Coverage{}, skewed("11")))
+	assert.False(t, holds)
+	assert.Equal(t, `re-checked live: Lease x/logging-operator.logging.banzaicloud.io was renewed or taken since the sweep looked: a controller of "*.logging.banzaicloud.io/finalizer" runs`, evidence)
 }
 
 func TestOrphanedFinalizersRestOnFacts(t *testing.T) {
@@ -97,13 +110,21 @@ func TestOrphanedFinalizersRestOnFacts(t *testing.T) {
 		withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "elsewhere"))
 	holds, evidence = fact.Holds(freshView(read, readIn, moved))
 	assert.False(t, holds, "a release in a namespace that was not read is not known to be gone: %s", evidence)
+	renamed := object(CustomResourceDefinitions, "", "widgets.acme.io", withLabels("app.kubernetes.io/managed-by", "Helm"),
+		withAnnotations("meta.helm.sh/release-name", "acme-2", "meta.helm.sh/release-namespace", "acme-system"))
+	holds, evidence = fact.Holds(freshView(read, readIn, renamed))
+	assert.False(t, holds, "the records read were of another release")
+	assert.Equal(t, "re-checked live: CRD widgets.acme.io changed its Helm ownership metadata", evidence)
 }
 
 func TestCatalogPodsRestOnTheNode(t *testing.T) {
 	rule, err := NewCatalogPods(CatalogPodsArgs{}, Settings{NodeNotReadyFor: 5 * time.Minute, UnhealthyZoneThreshold: 0.55})
 	require.NoError(t, err)
 	fact := rule.nodeLost("worker-1")
-	assert.Equal(t, []Read{{Resource: Nodes.GroupResource(), Fields: []string{"status.conditions", "spec.taints"}}}, fact.Reads())
+	assert.Equal(t, []Read{
+		{Resource: Nodes.GroupResource(), Fields: []string{"status.conditions", "spec.taints"}},
+		{Resource: Leases.GroupResource(), Namespace: "kube-node-lease", Fields: []string{"spec.holderIdentity", "spec.leaseDurationSeconds", "spec.renewTime", "spec.acquireTime"}},
+	}, fact.Reads())
 	healthy := []*Object{node("h-1", "True", time.Hour), node("h-2", "True", time.Hour), node("h-3", "True", time.Hour)}
 	for name, tt := range map[string]struct {
 		node *Object

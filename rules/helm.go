@@ -14,8 +14,19 @@ import (
 // helmOwner returns the Helm release obj says it belongs to: label
 // app.kubernetes.io/managed-by=Helm and annotations meta.helm.sh/release-name and -namespace.
 func helmOwner(obj *Object) (namespace, release string, ok bool) {
-	release, namespace = obj.Annotations["meta.helm.sh/release-name"], obj.Annotations["meta.helm.sh/release-namespace"]
-	return namespace, release, obj.Labels["app.kubernetes.io/managed-by"] == "Helm" && release != "" && namespace != ""
+	m := helmMetadataOf(obj)
+	return m.namespace, m.release, m.ok
+}
+
+// helmMetadata is what an object says of the Helm release it belongs to.
+type helmMetadata struct {
+	namespace, release string
+	ok                 bool
+}
+
+func helmMetadataOf(obj *Object) helmMetadata {
+	release, namespace := obj.Annotations["meta.helm.sh/release-name"], obj.Annotations["meta.helm.sh/release-namespace"]
+	return helmMetadata{namespace, release, obj.Labels["app.kubernetes.io/managed-by"] == "Helm" && release != "" && namespace != ""}
 }
 
 // helmState is what the view says of a Helm release.

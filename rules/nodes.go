@@ -20,6 +20,8 @@ const (
 	deprecatedZoneLabel    = "failure-domain.beta.kubernetes.io/zone"
 	deprecatedRegionLabel  = "failure-domain.beta.kubernetes.io/region"
 	outageMinNotReady      = 2 // a partial outage has more nodes not Ready than this
+	// nodeLeaseNamespace holds the Lease each kubelet renews as its heartbeat.
+	nodeLeaseNamespace = "kube-node-lease"
 )
 
 type nodeVerdict int
@@ -40,11 +42,14 @@ type nodeJudgement struct {
 	zone     string
 }
 
-// judgeNode judges a node as Kubernetes does. Lost: the Node is gone; or it carries the
-// node.kubernetes.io/out-of-service taint (what PodGC acts on); or its Ready condition is Unknown
-// (the node lifecycle controller's word for a kubelet that stopped reporting) for at least
-// threshold; or Ready=False and the kubelet's last heartbeat is older than threshold. Ready=False
-// with a newer heartbeat is a kubelet alive and reporting.
+// judgeNode judges a node as Kubernetes does. Lost: the Node is gone; or it is not Ready and
+// carries the node.kubernetes.io/out-of-service taint (what PodGC acts on); or its Ready condition
+// is Unknown (the node lifecycle controller's word for a kubelet that stopped reporting) for at
+// least threshold; or Ready=False and the kubelet's last heartbeat is older than threshold.
+// Ready=False with a newer heartbeat is a kubelet alive and reporting. The heartbeat is the later
+// of the condition's lastHeartbeatTime and the renewal of the node's Lease in kube-node-lease:
+// a kubelet whose status does not change posts it only every five minutes, but renews its Lease
+// every few seconds.
 func judgeNode(view *View, name string, threshold time.Duration) nodeJudgement {
 	now := view.Now()
 	node, exists := view.Get(Nodes.GroupResource(), "", name)
@@ -52,17 +57,19 @@ func judgeNode(view *View, name string, threshold time.Duration) nodeJudgement {
 		return nodeJudgement{verdict: nodeLost, reason: fmt.Sprintf("its node %s no longer exists", name), evidence: []string{fmt.Sprintf("node %s: no such Node", name)}}
 	}
 	j := nodeJudgement{zone: zoneKey(node)}
-	if hasTaint(node, outOfServiceTaint) {
-		j.verdict, j.reason = nodeLost, fmt.Sprintf("its node %s is out of service", name)
-		j.evidence = []string{fmt.Sprintf("node %s: taint %s", name, outOfServiceTaint)}
-		return j
-	}
 	ready, found := conditionOf(node, "Ready")
 	since, beat := timeField(ready, "lastTransitionTime"), timeField(ready, "lastHeartbeatTime")
 	status, _ := ready["status"].(string)
+	if lease, ok := view.Get(Leases.GroupResource(), nodeLeaseNamespace, name); ok {
+		if renewed, ok := leaseRenewTime(lease); ok && renewed.After(beat) {
+			beat = renewed
+		}
+	}
 	switch {
+	case status != "True" && hasTaint(node, outOfServiceTaint):
+		j.verdict, j.reason = nodeLost, fmt.Sprintf("its node %s is out of service", name)
+		j.evidence = []string{fmt.Sprintf("node %s: not Ready, and taint %s", name, outOfServiceTaint)}
 	case !found || since.IsZero() || status == "True":
-		return j
 	case status == "Unknown" && now.Sub(since) >= threshold:
 		j.verdict = nodeLost
 		j.reason = fmt.Sprintf("its node %s has not been Ready for %s", name, duration.HumanDuration(now.Sub(since)))
@@ -96,20 +103,26 @@ func hasTaint(node *Object, key string) bool {
 }
 
 // zoneKey is the node lifecycle controller's zone of a node (component-helpers
-// node/topology.GetZoneKey): region and zone, the deprecated beta labels first.
+// node/topology.GetZoneKey): region and zone.
 func zoneKey(node *Object) string {
-	zone, ok := node.Labels[deprecatedZoneLabel]
-	if !ok {
-		zone = node.Labels[zoneLabel]
-	}
-	region, ok := node.Labels[deprecatedRegionLabel]
-	if !ok {
-		region = node.Labels[regionLabel]
-	}
+	region, zone := regionZone(node)
 	if region == "" && zone == "" {
 		return ""
 	}
 	return region + ":\x00:" + zone
+}
+
+// regionZone are a node's region and zone labels, the deprecated beta labels first.
+func regionZone(node *Object) (region, zone string) {
+	zone, ok := node.Labels[deprecatedZoneLabel]
+	if !ok {
+		zone = node.Labels[zoneLabel]
+	}
+	region, ok = node.Labels[deprecatedRegionLabel]
+	if !ok {
+		region = node.Labels[regionLabel]
+	}
+	return region, zone
 }
 
 // zoneStates counts, zone by zone, Ready nodes and the others, as the node lifecycle controller
@@ -131,10 +144,7 @@ func (r CatalogPods) zones(view *View) zoneStates {
 		key := zoneKey(node)
 		z, ok := zones[key]
 		if !ok {
-			name := node.Labels[zoneLabel]
-			if zone, ok := node.Labels[deprecatedZoneLabel]; ok {
-				name = zone
-			}
+			_, name := regionZone(node)
 			z = &zoneState{name: name, unhealthyFraction: r.unhealthyZoneThreshold}
 			zones[key] = z
 		}

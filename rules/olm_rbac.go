@@ -131,10 +131,10 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 				reason = fmt.Sprintf("ClusterServiceVersion %s/%s is terminating and OLM is gone", csvNamespace, csvName)
 				f.Evidence = append(f.Evidence, fmt.Sprintf("ClusterServiceVersion %s/%s is terminating, waiting on %s", csvNamespace, csvName, csvCleanupFinalizer))
 				f.Evidence = append(f.Evidence, olmStatus.evidence...)
-				f.Facts = []Fact{ObjectTerminating{ClusterServiceVersions, csvNamespace, csvName, csv.UID}, controllersGone(olm)}
+				f.Facts = []Fact{ObjectTerminating{ClusterServiceVersions, csvNamespace, csvName, csv.UID}, controllersGone(view, olm)}
 			}
 			f.Reason = fmt.Sprintf("%s; its %s is left behind", reason, obj.Resource.Kind)
-			if owner, collected := collectedWithCSV(view, obj); collected {
+			if owner, collected := collectedWithCSV(view, obj, csvNamespace); collected {
 				// The garbage collector deletes it once it sees the CSV gone: not the sweeper's job.
 				f.Severity, f.Action, f.Facts = SeverityInfo, nil, nil
 				f.Reason = fmt.Sprintf("%s; the garbage collector deletes its %s", reason, obj.Resource.Kind)
@@ -149,10 +149,12 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 }
 
 // collectedWithCSV returns the ownerReference to a ClusterServiceVersion by which the garbage
-// collector deletes obj, if there is one and the collector can resolve it: it cannot once the
-// ClusterServiceVersion CRD is gone (kubernetes#102641), and then obj is the sweeper's to delete.
-func collectedWithCSV(view *View, obj *Object) (metav1.OwnerReference, bool) {
-	if _, served := view.Listed(ClusterServiceVersions.GroupResource()); !served {
+// collector deletes obj, if there is one and the collector can resolve it: obj is namespaced, in
+// the CSV's namespace (a cluster-scoped object cannot have a namespaced owner), and the
+// ClusterServiceVersion CRD is served (without it, the collector cannot resolve the owner,
+// kubernetes#102641). Otherwise obj is the sweeper's to delete.
+func collectedWithCSV(view *View, obj *Object, csvNamespace string) (metav1.OwnerReference, bool) {
+	if _, served := view.Listed(ClusterServiceVersions.GroupResource()); !served || !obj.Resource.Namespaced || obj.Namespace != csvNamespace {
 		return metav1.OwnerReference{}, false
 	}
 	for _, ref := range obj.OwnerReferences {

@@ -164,7 +164,7 @@ func (c *collection) addUnmanaged(csv *Object) {
 // not run, and the Operator; the running CSVs of the others are unmanaged.
 func (c *collection) abandonedOperators(view *View, operators []operatorOf, shared map[types.UID]string) {
 	for _, op := range operators {
-		if op.subscription != nil || !view.Observed(Subscriptions.GroupResource(), op.ns) {
+		if op.subscription != nil || !view.Observed(Subscriptions.GroupResource(), op.ns) || !view.Observed(ClusterServiceVersions.GroupResource(), op.ns) {
 			continue
 		}
 		if running := runningCSVs(view, op); len(running) > 0 {
@@ -174,7 +174,7 @@ func (c *collection) abandonedOperators(view *View, operators []operatorOf, shar
 			continue // its components are a running operator's
 		}
 		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)
-		facts := []Fact{operatorAbandoned(op)}
+		abandoned := operatorAbandoned(op)
 		refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
 		for _, ref := range refs {
 			if obj, ok := referenced(view, ref); ok { // else already gone
@@ -182,10 +182,10 @@ func (c *collection) abandonedOperators(view *View, operators []operatorOf, shar
 				if with, ok := shared[obj.UID]; ok {
 					evidence = append(evidence, with)
 				}
-				c.add(leftover{obj, "subscription deleted; left behind", evidence, facts})
+				c.add(leftover{obj, "subscription deleted; left behind", evidence, []Fact{abandoned, notShared(obj, op.obj.Name)}})
 			}
 		}
-		c.add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, facts})
+		c.add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, []Fact{abandoned}})
 	}
 }
 
@@ -276,6 +276,39 @@ func operatorAbandoned(op operatorOf) Fact {
 			return true, fmt.Sprintf("re-checked live: still no Subscription of operator %s, and none of its CSVs runs", op.obj.Name)
 		},
 	}
+}
+
+// notShared is the fact that no Operator but operator, whose Subscription exists, lists obj as
+// a component: read again, every Operator and every Subscription say so.
+func notShared(obj *Object, operator string) Fact {
+	return factOf{
+		key: "not shared " + objectKey(obj.Resource, obj.Namespace, obj.Name) + " beyond " + operator,
+		reads: []Read{
+			{Resource: Operators.GroupResource(), Fields: []string{"status.components.refs"}},
+			{Resource: subscriptionContent.Resource, Fields: subscriptionContent.Fields},
+		},
+		holds: func(view *View) (bool, string) {
+			for _, op := range operatorsOf(view) {
+				if op.obj.Name == operator || op.subscription == nil {
+					continue
+				}
+				refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
+				if slices.ContainsFunc(refs, func(ref any) bool { return refersTo(ref, obj) }) {
+					return false, fmt.Sprintf("re-checked live: Operator %s, whose Subscription %s/%s exists, lists it now: shared", op.obj.Name, op.ns, op.subscription.Name)
+				}
+			}
+			return true, "re-checked live: no operator with a Subscription lists it"
+		},
+	}
+}
+
+// refersTo reports whether a status.components.refs entry names obj.
+func refersTo(ref any, obj *Object) bool {
+	m, _ := ref.(map[string]any)
+	apiVersion, _ := m["apiVersion"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == obj.Resource.Group && m["kind"] == obj.Resource.Kind && m["name"] == obj.Name &&
+		(!obj.Resource.Namespaced || m["namespace"] == obj.Namespace)
 }
 
 // csvNotInstalled is the fact that no Subscription installed a CSV: read again, none does.

@@ -53,7 +53,15 @@ func TestOperatorLeftovers(t *testing.T) {
 			assert.Equal(t, Delete{}, f.Action, kind)
 			group := f.Object.Resource.Group
 			assert.Equal(t, "rules.operator-leftovers.delete: ["+kind+"."+group+"]", f.OptIn, kind)
-			assert.Len(t, f.Facts, map[bool]int{true: 2, false: 1}[kind == "CustomResourceDefinition"], "%s: the Subscription's absence (and the CRD's use) is read again", kind)
+			var keys []string
+			for _, fact := range f.Facts {
+				keys = append(keys, strings.Fields(fact.Key())[0])
+			}
+			want := map[string][]string{"Operator": {"abandoned"}, "CustomResourceDefinition": {"abandoned", "not", "unused"}}[kind]
+			if want == nil {
+				want = []string{"abandoned", "not"}
+			}
+			assert.Equal(t, want, keys, "%s: the operator still abandoned, the component not shared (the CRD unused) are read again", kind)
 		}
 		assert.Contains(t, got["ClusterServiceVersion"].Evidence, "Operator etcd.operators lists it in status.components.refs")
 		assert.Contains(t, got["CustomResourceDefinition"].Evidence, "deleting a CustomResourceDefinition deletes every custom resource of it: user data")
@@ -195,6 +203,17 @@ func TestSharedComponentsAreKept(t *testing.T) {
 	assert.Contains(t, kept.Evidence, "also listed by Operator backup.operators, whose Subscription operators/backup exists: shared, kept")
 	assert.Equal(t, Delete{}, findingAbout(t, findings, mine).Action)
 	assert.Empty(t, findingAbout(t, findings, mine).OptIn)
+
+	// Read again: the live operator lists it now.
+	fact := findingAbout(t, findings, mine).Facts[1]
+	read := []Resource{Operators, Subscriptions}
+	holds, _ := fact.Holds(freshView(read, Coverage{}, abandoned, live, sub))
+	assert.True(t, holds)
+	sharing := object(Operators, "", "backup.operators", withContent(map[string]any{"status": map[string]any{"components": map[string]any{"refs": []any{
+		ref("v1", "ConfigMap", "operators", "mine")}}}}))
+	holds, evidence := fact.Holds(freshView(read, Coverage{}, abandoned, sharing, sub))
+	assert.False(t, holds)
+	assert.Equal(t, "re-checked live: Operator backup.operators, whose Subscription operators/backup exists, lists it now: shared", evidence)
 }
 
 func TestLeftoverOptInNamesTheGroup(t *testing.T) {

@@ -19,9 +19,10 @@ import (
 // wins, by
 //
 //  1. the controller mappings (Settings.Finalizers): a matching workload exists, or none does;
-//  2. the object's CRD: a ClusterServiceVersion that owns it, OLM labels without such a CSV, or
-//     Helm ownership with or without its release Secret; only for finalizers in the CRD's own
-//     API domain, so that a third party's finalizer on someone else's CR is never released;
+//  2. the object's CRD: a ClusterServiceVersion that owns it, Helm ownership with or without
+//     its release's records, OLM labels without such a CSV nor Helm metadata; only for
+//     finalizers in the CRD's own API domain, so that a third party's finalizer on someone
+//     else's CR is never released;
 //  3. otherwise nobody knows: the finding is informational and nothing is done.
 //
 // The action removes exactly the orphaned finalizers. OLM's csv-cleanup finalizer stands for the
@@ -98,19 +99,19 @@ type verdict struct {
 	facts []Fact
 }
 
-// facts caches what one Plan asks of the view for many objects: each controller mapping's
+// planCache caches what one Plan asks of the view for many objects: each controller mapping's
 // status, and the CSVs owning each CRD.
-type facts struct {
+type planCache struct {
 	view        *View
 	controllers map[string]controllerStatus // by mapping pattern
 	crds        *crdIndex                   // built on first use
 }
 
-func newFacts(view *View) *facts {
-	return &facts{view: view, controllers: map[string]controllerStatus{}}
+func newPlanCache(view *View) *planCache {
+	return &planCache{view: view, controllers: map[string]controllerStatus{}}
 }
 
-func (f *facts) controllersOf(mapping *finalizerMapping) controllerStatus {
+func (f *planCache) controllersOf(mapping *finalizerMapping) controllerStatus {
 	status, ok := f.controllers[mapping.Pattern]
 	if !ok {
 		status = controllersOf(f.view, mapping)
@@ -120,7 +121,7 @@ func (f *facts) controllersOf(mapping *finalizerMapping) controllerStatus {
 }
 
 // owningCSVs names the ClusterServiceVersions (not OLM's copies in other namespaces) that own a CRD.
-func (f *facts) owningCSVs(crdName string) []string {
+func (f *planCache) owningCSVs(crdName string) []string {
 	if f.crds == nil {
 		index := indexCRDs(f.view)
 		f.crds = &index
@@ -135,12 +136,12 @@ func (f *facts) owningCSVs(crdName string) []string {
 // Plan implements Rule.
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
-	facts := newFacts(view)
+	cache := newPlanCache(view)
 	for obj, age := range view.Terminating(r.minAge) {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
 			if !builtIn(f) {
-				verdicts = append(verdicts, r.decide(facts, obj, f))
+				verdicts = append(verdicts, r.decide(cache, obj, f))
 			}
 		}
 		if len(verdicts) > 0 {
@@ -150,10 +151,10 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	return findings
 }
 
-func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) verdict {
+func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer string) verdict {
 	v := verdict{finalizer: finalizer}
 	if mapping, ok := r.mappings.ownerOf(finalizer); ok {
-		status := facts.controllersOf(mapping)
+		status := cache.controllersOf(mapping)
 		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, mapping.Pattern)}, status.evidence...)
 		v.owners = status.names
 		switch status.liveness {
@@ -163,16 +164,16 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 			v.decision = scaledDown
 		case gone:
 			v.decision = orphaned
-			v.facts = []Fact{controllersGone(mapping)}
+			v.facts = []Fact{controllersGone(cache.view, mapping)}
 		}
 	} else {
-		v.decision, v.evidence, v.owners = r.decideByCRD(facts, obj, finalizer)
+		v.decision, v.evidence, v.owners = r.decideByCRD(cache, obj, finalizer)
 		if v.decision == orphaned {
-			v.facts = []Fact{r.crdOwnerGone(facts.view, obj, finalizer)}
+			v.facts = []Fact{r.crdOwnerGone(cache.view, obj, finalizer)}
 		}
 	}
 	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == ClusterServiceVersions.GroupResource() {
-		guarded, evidence, known := csvCleanupObjects(facts.view, obj.Namespace, obj.Name)
+		guarded, evidence, known := csvCleanupObjects(cache.view, obj.Namespace, obj.Name)
 		v.evidence = append(v.evidence, evidence)
 		if !known {
 			v.decision = undecided
@@ -186,8 +187,8 @@ func (r OrphanedFinalizers) decide(facts *facts, obj *Object, finalizer string) 
 // a ClusterServiceVersion that owns the CRD, or an installed Helm release, proves it alive; Helm
 // ownership metadata, if there is any, decides the rest; OLM labels only when there is none. It
 // returns the decision, the evidence, and who keeps the finalizer alive.
-func (r OrphanedFinalizers) decideByCRD(facts *facts, obj *Object, finalizer string) (decision, []string, []string) {
-	view := facts.view
+func (r OrphanedFinalizers) decideByCRD(cache *planCache, obj *Object, finalizer string) (decision, []string, []string) {
+	view := cache.view
 	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
 	group := obj.Resource.Group
 	crdName := obj.Resource.Resource + "." + group
@@ -203,7 +204,7 @@ func (r OrphanedFinalizers) decideByCRD(facts *facts, obj *Object, finalizer str
 
 	csvsListed := view.Observed(ClusterServiceVersions.GroupResource(), "")
 	if csvsListed {
-		if owners := facts.owningCSVs(crdName); len(owners) > 0 {
+		if owners := cache.owningCSVs(crdName); len(owners) > 0 {
 			return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners
 		}
 		evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
@@ -232,23 +233,29 @@ func (r OrphanedFinalizers) decideByCRD(facts *facts, obj *Object, finalizer str
 }
 
 // crdOwnerGone is the fact that the installer of obj's CRD is gone: read again, the CRD, every
-// ClusterServiceVersion and the records of the Helm release the CRD named say the same.
+// ClusterServiceVersion and the records of the Helm release the CRD named say the same. A CRD
+// whose Helm metadata changed meanwhile does not.
 func (r OrphanedFinalizers) crdOwnerGone(view *View, obj *Object, finalizer string) Fact {
 	crdName := obj.Resource.Resource + "." + obj.Resource.Group
 	reads := []Read{
 		{Resource: CustomResourceDefinitions.GroupResource(), Name: crdName},
 		{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields},
 	}
+	var planned helmMetadata
 	if crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName); ok {
-		if namespace, release, ok := helmOwner(crd); ok {
-			reads = append(reads, helmReads(namespace, release)...)
+		planned = helmMetadataOf(crd)
+		if planned.ok {
+			reads = append(reads, helmReads(planned.namespace, planned.release)...)
 		}
 	}
 	return factOf{
 		key:   "installer gone of CRD " + crdName + " for " + finalizer,
 		reads: reads,
 		holds: func(view *View) (bool, string) {
-			decision, evidence, _ := r.decideByCRD(newFacts(view), obj, finalizer)
+			if crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName); ok && helmMetadataOf(crd) != planned {
+				return false, fmt.Sprintf("re-checked live: CRD %s changed its Helm ownership metadata", crdName)
+			}
+			decision, evidence, _ := r.decideByCRD(newPlanCache(view), obj, finalizer)
 			if decision == orphaned {
 				return true, "re-checked live: " + evidence[len(evidence)-1]
 			}

@@ -95,6 +95,9 @@ type Held struct {
 	Detail string
 }
 
+// HeldZoneOutage holds back what would be done on a node in a zone-wide outage.
+const HeldZoneOutage = "zone-outage"
+
 // ObjectRef identifies an observed object, including the version the rule saw.
 type ObjectRef struct {
 	Resource        schema.GroupVersionResource

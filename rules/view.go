@@ -189,6 +189,25 @@ func (v *View) Listed(gr schema.GroupResource) (Resource, bool) {
 	return r, ok
 }
 
+// Narrowed is the coverage of a view that holds only the resources in read, taken after this
+// one: every other resource this view listed is unlisted there, so that nothing is concluded
+// absent from what was not read again; what this view left out or could not discover stays so.
+func (v *View) Narrowed(read []schema.GroupResource) Coverage {
+	var c Coverage
+	for _, r := range v.resources {
+		if !slices.Contains(read, r.GroupResource()) {
+			c.Unlisted = append(c.Unlisted, r.GroupResource())
+		}
+	}
+	for gr := range v.coverage.unlisted {
+		c.Unlisted = append(c.Unlisted, gr)
+	}
+	for group := range v.coverage.undiscovered {
+		c.UndiscoveredGroups = append(c.UndiscoveredGroups, group)
+	}
+	return c
+}
+
 // ResourceFor returns the listed resource of a kind, as an ownerReference or an object
 // reference names it.
 func (v *View) ResourceFor(gk schema.GroupKind) (Resource, bool) {

@@ -135,3 +135,18 @@ func TestViewComplete(t *testing.T) {
 	assert.False(t, NewView(testNow, resources, Coverage{Failed: []schema.GroupResource{ConfigMaps.GroupResource()}}, nil).Complete("shop"))
 	assert.False(t, NewView(testNow, resources, Coverage{Unlisted: []schema.GroupResource{{Resource: "secrets"}}}, nil).Complete("shop"))
 }
+
+func TestViewNarrowed(t *testing.T) {
+	v := NewView(testNow, []Resource{ConfigMaps, Secrets, loggings}, Coverage{
+		Unlisted: []schema.GroupResource{Pods.GroupResource()}, UndiscoveredGroups: []string{"metrics.k8s.io"},
+	}, nil)
+	narrowed := v.Narrowed([]schema.GroupResource{Secrets.GroupResource()})
+	assert.ElementsMatch(t, []schema.GroupResource{ConfigMaps.GroupResource(), loggings.GroupResource(), Pods.GroupResource()}, narrowed.Unlisted,
+		"what was listed and not read again, and what was left out")
+	assert.Equal(t, []string{"metrics.k8s.io"}, narrowed.UndiscoveredGroups)
+
+	fresh := NewView(testNow, []Resource{Secrets}, narrowed, nil)
+	assert.True(t, fresh.Observed(Secrets.GroupResource(), "shop"), "read again")
+	assert.False(t, fresh.Observed(ConfigMaps.GroupResource(), "shop"), "not read again: never absent")
+	assert.True(t, fresh.Observed(Nodes.GroupResource(), ""), "not served when walked")
+}

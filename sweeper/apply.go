@@ -61,7 +61,7 @@ const (
 	// ReasonMinAge: the object is younger than --min-age, or than the sweep.
 	ReasonMinAge Reason = "min-age"
 	// ReasonZoneOutage: the node is in a zone where most nodes are not Ready at once.
-	ReasonZoneOutage Reason = "zone-outage"
+	ReasonZoneOutage Reason = rules.HeldZoneOutage
 )
 
 // Why an action failed.
@@ -115,6 +115,9 @@ type Applier struct {
 	// Confirmer checks the facts of an action re-planned after a lost race; nil means an action
 	// that rests on facts is not retried.
 	Confirmer *Confirmer
+	// Vet, if set, says why a re-planned action must not be taken (held back by its rule, its
+	// object too young), as the engine says it of every action before the first attempt.
+	Vet func(rules.Finding) (Result, bool)
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
@@ -176,6 +179,7 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
 		// What was checked before the first attempt no longer covers the action.
 		res = skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")
+	case a.Vet != nil && !vetted(a.Vet, replanned, &res):
 	default:
 		holds, evidence := a.confirm(ctx, replanned.Facts)
 		if !holds {
@@ -192,8 +196,17 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	return res, obj
 }
 
-// confirm checks facts with the Confirmer; without one, an action that rests on facts is not
-// confirmed.
+// vetted reports whether vet lets f's action be taken, and if not, sets res to why.
+func vetted(vet func(rules.Finding) (Result, bool), f rules.Finding, res *Result) bool {
+	why, ok := vet(f)
+	if !ok {
+		*res = why
+	}
+	return ok
+}
+
+// confirm checks the facts of a re-planned action with the Confirmer, afresh; without one, an
+// action that rests on facts is not confirmed.
 func (a *Applier) confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
 	switch {
 	case len(facts) == 0:
@@ -201,7 +214,7 @@ func (a *Applier) confirm(ctx context.Context, facts []rules.Fact) (bool, []stri
 	case a.Confirmer == nil:
 		return false, []string{"not re-checked: nothing to re-check the facts with"}
 	}
-	return a.Confirmer.Confirm(ctx, facts)
+	return a.Confirmer.Reconfirm(ctx, facts)
 }
 
 // sameObjects reports whether two lists name the same objects.

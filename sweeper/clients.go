@@ -38,12 +38,14 @@ func (c *Clients) Clock() clock.PassiveClock {
 	return c.serverClock
 }
 
-// serverClock is the local clock set to the server's: every answer's Date header updates how far
-// the server's clock is from this one. A difference under a second, the header's resolution, is
-// none.
+// serverClock is the local clock set to the server's: the first answer's Date header says how far
+// the server's clock is from this one; a later answer changes that only when it says the
+// difference changed by more than a second, the header's resolution, so that the clock does not
+// jitter from answer to answer.
 type serverClock struct {
 	clock.RealClock
 	offset atomic.Int64 // nanoseconds
+	set    atomic.Bool
 }
 
 func (c *serverClock) Now() time.Time { return c.RealClock.Now().Add(time.Duration(c.offset.Load())) }
@@ -57,7 +59,9 @@ func (c *serverClock) wrap(rt http.RoundTripper) http.RoundTripper {
 			if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
 				// The header is truncated to the second: its middle is the best guess.
 				offset := date.Add(500 * time.Millisecond).Sub(c.RealClock.Now()).Round(time.Second)
-				c.offset.Store(int64(offset))
+				if !c.set.Swap(true) || (offset-time.Duration(c.offset.Load())).Abs() > time.Second {
+					c.offset.Store(int64(offset))
+				}
 			}
 		}
 		return resp, err

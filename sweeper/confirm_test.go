@@ -1,15 +1,18 @@
 package sweeper
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -52,9 +55,33 @@ func TestServerClock(t *testing.T) {
 			resp.Body.Close()
 		}
 		server.Close()
-		assert.Equal(t, skew, time.Duration(clk.offset.Load()), "%s: the Date header's second is its resolution", name)
+		assert.InDelta(t, skew.Seconds(), time.Duration(clk.offset.Load()).Seconds(), 1, "%s: the Date header's second is its resolution", name)
 		assert.WithinDuration(t, time.Now().Add(skew), clk.Now(), time.Second, name)
 	}
+}
+
+func TestServerClockKeepsItsOffset(t *testing.T) {
+	skew := -time.Hour
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Date", time.Now().Add(skew).UTC().Format(http.TimeFormat))
+	}))
+	defer server.Close()
+	clk := &serverClock{}
+	client := &http.Client{Transport: clk.wrap(http.DefaultTransport)}
+	get := func() {
+		resp, err := client.Get(server.URL)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	get()
+	first := clk.offset.Load()
+	for range 5 {
+		get()
+		assert.Equal(t, first, clk.offset.Load(), "no jitter within the header's resolution")
+	}
+	skew = time.Minute
+	get()
+	assert.InDelta(t, time.Minute.Seconds(), time.Duration(clk.offset.Load()).Seconds(), 1, "a real change is followed")
 }
 
 func TestTooYoung(t *testing.T) {
@@ -86,4 +113,40 @@ func TestTooYoung(t *testing.T) {
 	e.Options.MinAge.Duration = 0
 	tooYoung, why := e.tooYoung(view, start, rules.Finding{Object: meanwhile.Ref(), Action: rules.Delete{}})
 	assert.True(t, tooYoung, "--min-age=0s still never deletes what was created after the sweep began: %s", why)
+}
+
+// servedGroups is discovery of a server that serves groups, each in one version.
+type servedGroups struct {
+	discovery.DiscoveryInterfaceWithContext
+	groups map[string]*metav1.APIResourceList // by group version
+}
+
+func (s servedGroups) ServerGroupsWithContext(context.Context) (*metav1.APIGroupList, error) {
+	list := &metav1.APIGroupList{}
+	for gv := range s.groups {
+		parsed, _ := schema.ParseGroupVersion(gv)
+		version := metav1.GroupVersionForDiscovery{GroupVersion: gv, Version: parsed.Version}
+		list.Groups = append(list.Groups, metav1.APIGroup{Name: parsed.Group, Versions: []metav1.GroupVersionForDiscovery{version}, PreferredVersion: version})
+	}
+	return list, nil
+}
+
+func (s servedGroups) ServerResourcesForGroupVersionWithContext(_ context.Context, gv string) (*metav1.APIResourceList, error) {
+	return s.groups[gv], nil
+}
+
+func TestConfirmerDiscoversWhatWasNotServed(t *testing.T) {
+	csvs := rules.ClusterServiceVersions.GroupResource()
+	c := &Confirmer{Clients: &Clients{Discovery: servedGroups{groups: map[string]*metav1.APIResourceList{
+		"operators.coreos.com/v1alpha1": {GroupVersion: "operators.coreos.com/v1alpha1", APIResources: []metav1.APIResource{
+			{Name: "clusterserviceversions", Kind: "ClusterServiceVersion", Namespaced: true, Verbs: []string{"list"}}}},
+	}}}}
+	r, served, err := c.discover(context.Background(), csvs)
+	require.NoError(t, err)
+	assert.True(t, served, "the CRD was installed since the walk")
+	assert.Equal(t, rules.ClusterServiceVersions, r)
+
+	_, served, err = c.discover(context.Background(), rules.Leases.GroupResource())
+	require.NoError(t, err)
+	assert.False(t, served)
 }

@@ -390,7 +390,7 @@ func (o Options) validateValues() []error {
 			invalid(d.flag, d.value, "it must not be negative")
 		}
 	}
-	if o.UnhealthyZoneThreshold <= 0 || o.UnhealthyZoneThreshold > 1 {
+	if !(o.UnhealthyZoneThreshold > 0 && o.UnhealthyZoneThreshold <= 1) { // NaN too
 		invalid(FlagUnhealthyZone, o.UnhealthyZoneThreshold, "use a fraction above 0 and at most 1")
 	}
 	return errs

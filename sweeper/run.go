@@ -279,11 +279,19 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 // past --max-actions, and when a fact it rests on no longer holds, read again right before it.
 func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time.Time, planned []plannedFinding, report *Report) {
 	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Options.PageSize}
-	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer}
+	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer,
+		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
+	protected := patterns(e.Options.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken := 0
 	for _, f := range planned {
-		res, take := e.limit(view, start, f, done, taken)
+		res, take := e.limit(protected, f, done)
+		if take {
+			res, take = e.vet(view, start, f.Finding)
+		}
+		if take && e.Options.MaxActions > 0 && taken >= e.Options.MaxActions {
+			res, take = skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions), false
+		}
 		if take {
 			holds, evidence := confirmer.Confirm(ctx, f.Facts)
 			if holds {
@@ -303,27 +311,33 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	}
 }
 
-// limit says why an action is not taken, or that it may be (take).
-func (e *Engine) limit(view *rules.View, start time.Time, f plannedFinding, done map[types.UID]bool, taken int) (res Result, take bool) {
-	namespace := namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)
-	switch {
-	case f.Action == nil:
+// limit says why an action is not taken in this run, or that it may be (take): no opt-in, a
+// protected namespace, a dependency not done.
+func (e *Engine) limit(protected patterns, f plannedFinding, done map[types.UID]bool) (res Result, take bool) {
+	if f.Action == nil {
 		return Result{}, false
-	case f.OptIn != "":
+	}
+	namespace := namespaceOf(f.Object.Resource, f.Object.Namespace, f.Object.Name)
+	if f.OptIn != "" {
 		return skipped(ReasonOptIn, "set %s to act", f.OptIn), false
-	case patterns(e.Options.ProtectedNamespaces).match(namespace):
+	}
+	if protected.match(namespace) {
 		return skipped(ReasonProtectedNamespace, "%s is in --%s", namespace, FlagProtectedNamespaces), false
-	case pending(f.DependsOn, done) != nil:
-		return skipped(ReasonDependency, "%s was not acted on first", pending(f.DependsOn, done)), false
-	case f.Held != nil:
+	}
+	if dependency := pending(f.DependsOn, done); dependency != nil {
+		return skipped(ReasonDependency, "%s was not acted on first", dependency), false
+	}
+	return Result{}, true
+}
+
+// vet says why an action must not be taken, or that it may be: held back by its rule, or its
+// object too young. The applier asks it again of an action re-planned after a lost race.
+func (e *Engine) vet(view *rules.View, start time.Time, f rules.Finding) (Result, bool) {
+	if f.Held != nil {
 		return skipped(Reason(f.Held.Reason), "%s", f.Held.Detail), false
 	}
-	if young, why := e.tooYoung(view, start, f.Finding); young {
+	if young, why := e.tooYoung(view, start, f); young {
 		return skipped(ReasonMinAge, "%s", why), false
-	}
-	switch {
-	case e.Options.MaxActions > 0 && taken >= e.Options.MaxActions:
-		return skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions), false
 	}
 	return Result{}, true
 }
@@ -344,8 +358,10 @@ func (e *Engine) tooYoung(view *rules.View, start time.Time, f rules.Finding) (b
 	}
 	created := obj.CreationTimestamp.Time
 	age := e.Clock.Now().Sub(created)
+	// Timestamps are in seconds, and the server's clock is known to a second: whatever was
+	// created in the second the sweep began, or the one before, counts as created after.
 	switch {
-	case created.After(start):
+	case !created.Before(start.Truncate(time.Second).Add(-time.Second)):
 		return true, fmt.Sprintf("created at %s, after the sweep began", created.UTC().Format(time.RFC3339))
 	case age < e.Options.MinAge.Duration:
 		return true, fmt.Sprintf("created %s ago, less than --%s=%s", duration.HumanDuration(age), FlagMinAge, e.Options.MinAge.Duration)

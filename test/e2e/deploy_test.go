@@ -306,7 +306,8 @@ func mustAbs(t *testing.T, path string) string {
 }
 
 // TestAdmissionPolicyLimitsTheServiceAccount: with the base applied, the sweeper's ServiceAccount
-// may release a finalizer and change ownerReferences, and nothing else, whatever its role grants.
+// may release a finalizer and change an InstallPlan's ownerReferences, and nothing else, whatever
+// its role grants.
 func TestAdmissionPolicyLimitsTheServiceAccount(t *testing.T) {
 	apply(t, render(t, "base"), false)
 	saConfig, _ := serviceAccountConfig(t)
@@ -340,8 +341,15 @@ spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdope
 	require.Error(t, err, "so is a label")
 	assert.Contains(t, err.Error(), "operator-sweeper may change only metadata.finalizers and metadata.ownerReferences")
 
+	err = patch(csv, `{"metadata":{"finalizers":["operators.coreos.com/csv-cleanup","evil.example.com/hold"]}}`)
+	require.Error(t, err, "a finalizer added")
+	assert.Contains(t, err.Error(), "operator-sweeper may only remove finalizers")
+	err = patch(csv, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"3f1c3c84-0000-4000-8000-000000000003"}]}}`)
+	require.Error(t, err, "a bogus owner, for the garbage collector to delete the CSV by")
+	assert.Contains(t, err.Error(), "operator-sweeper may change the ownerReferences of InstallPlans only")
+
 	require.NoError(t, patch(plan, `{"metadata":{"ownerReferences":[{"apiVersion":"operators.coreos.com/v1alpha1","kind":"Subscription","name":"etcd","uid":"3f1c3c84-0000-4000-8000-000000000002"}]}}`),
-		"an ownerReference change passes")
+		"an InstallPlan's ownerReference change passes")
 	require.NoError(t, patch(csv, `{"metadata":{"finalizers":null}}`), "a finalizer release passes")
 	assert.Empty(t, testCluster.Current(t, csv).GetFinalizers())
 	assert.Equal(t, "deployment", testCluster.Current(t, csv).Object["spec"].(map[string]any)["install"].(map[string]any)["strategy"])

@@ -3,11 +3,13 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -301,8 +303,9 @@ func TestOptInAndDependencies(t *testing.T) {
 			opts := testOptions(ns)
 			opts.DryRun = sweeper.DryRunNone
 			opts.MaxActions = tt.maxActions
-			opts.MinAge.Duration = 0 // the ConfigMaps were created a moment ago
-			report := newEngine(t, opts, nil, nil, deleteWithOptIn{namespace: ns, optedIn: tt.optedIn}, releaseAfterDelete{namespace: ns}).Run(context.Background())
+			opts.MinAge.Duration = 0 // the ConfigMaps were created a moment ago: a minute, by this clock
+			report := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(time.Minute)),
+				deleteWithOptIn{namespace: ns, optedIn: tt.optedIn}, releaseAfterDelete{namespace: ns}).Run(context.Background())
 
 			got := map[string]want{}
 			for _, f := range findingsIn(report, ns) {
