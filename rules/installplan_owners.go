@@ -6,10 +6,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
 )
 
@@ -20,9 +22,13 @@ import (
 // every Subscription whose status.installPlanRef (or the deprecated status.installplan) names an
 // InstallPlan in its namespace that does not name the Subscription as an owner, it adds the
 // reference OLM itself writes and drops references to Subscriptions that no longer exist; all
-// other ownerReferences stay. An InstallPlan that no existing Subscription owns or uses is
-// reported.
-type InstallPlanOwners struct{}
+// other ownerReferences stay. It waits until the Subscription's status has not changed for
+// --min-age: OLM v0.28's workers race on a re-created Subscription and may point it at the old
+// plan for a few seconds before they make a new one (test/controllers shows it). An InstallPlan
+// that no existing Subscription owns or uses is reported.
+type InstallPlanOwners struct {
+	minAge time.Duration
+}
 
 // InstallPlanOwnersName is the name of rule installplan-owners.
 const InstallPlanOwnersName = "installplan-owners"
@@ -31,8 +37,8 @@ const InstallPlanOwnersName = "installplan-owners"
 type InstallPlanOwnersArgs struct{}
 
 // NewInstallPlanOwners builds installplan-owners.
-func NewInstallPlanOwners(InstallPlanOwnersArgs, Settings) (InstallPlanOwners, error) {
-	return InstallPlanOwners{}, nil
+func NewInstallPlanOwners(_ InstallPlanOwnersArgs, settings Settings) (InstallPlanOwners, error) {
+	return InstallPlanOwners{minAge: settings.MinAge}, nil
 }
 
 var (
@@ -104,16 +110,21 @@ func (r InstallPlanOwners) Plan(_ context.Context, view *View) []Finding {
 	return findings
 }
 
-func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
+func (r InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Finding, bool) {
 	subsKnown := view.Observed(Subscriptions.GroupResource(), plan.Namespace)
 	// A reference with another UID names an earlier InstallPlan of the same name.
 	uses = slices.DeleteFunc(slices.Clone(uses), func(use planUse) bool { return use.uid != "" && use.uid != plan.UID })
 	var evidence []string
 	var add []metav1.OwnerReference
+	var settling string // why a Subscription that needs adding may not have settled
 	for _, use := range uses {
 		evidence = append(evidence, fmt.Sprintf("Subscription %s (uid %s) names this InstallPlan in %s", use.sub.Name, use.sub.UID, use.field))
 		if !slices.ContainsFunc(plan.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == use.sub.UID }) {
 			add = append(add, subscriptionOwner(use.sub))
+			if updated, err := time.Parse(time.RFC3339, nestedString(use.sub, "status", "lastUpdated")); err == nil && view.Now().Sub(updated) < r.minAge {
+				settling = fmt.Sprintf("Subscription %s changed its status %s ago, less than --min-age=%s: OLM may still be resolving it",
+					use.sub.Name, duration.HumanDuration(max(view.Now().Sub(updated), 0)), r.minAge)
+			}
 		}
 	}
 	var stale []types.UID
@@ -138,6 +149,9 @@ func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Findi
 		if len(stale) > 0 {
 			reason += "; its owner is a deleted Subscription"
 		}
+		if settling != "" {
+			return Finding{Severity: SeverityInfo, Object: plan.Ref(), Reason: reason + "; " + settling, Evidence: evidence}, true
+		}
 		action := SetOwnerReferences{Add: add, Remove: stale}
 		return Finding{
 			Severity: SeverityWarning,
@@ -145,7 +159,7 @@ func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Findi
 			Reason:   reason,
 			Evidence: evidence,
 			Action:   action,
-			Facts:    []Fact{sameOwners(plan, action)},
+			Facts:    []Fact{r.sameOwners(plan, action)},
 		}, true
 	case len(uses) == 0 && liveOwners == 0 && subsKnown:
 		return Finding{
@@ -160,7 +174,7 @@ func (InstallPlanOwners) repair(view *View, plan *Object, uses []planUse) (Findi
 
 // sameOwners is the fact that the Subscriptions of the plan's namespace, read again, call for the
 // same change of its owners: no Subscription re-created, none of the owners to drop back.
-func sameOwners(plan *Object, action SetOwnerReferences) Fact {
+func (r InstallPlanOwners) sameOwners(plan *Object, action SetOwnerReferences) Fact {
 	return factOf{
 		key: "owners of InstallPlan " + plan.Namespace + "/" + plan.Name + " " + action.String(),
 		reads: []Read{
@@ -168,7 +182,7 @@ func sameOwners(plan *Object, action SetOwnerReferences) Fact {
 			{Resource: subscriptionContent.Resource, Namespace: plan.Namespace, Fields: subscriptionContent.Fields},
 		},
 		holds: func(view *View) (bool, string) {
-			for _, f := range (InstallPlanOwners{}).Plan(context.Background(), view) {
+			for _, f := range r.Plan(context.Background(), view) {
 				if f.Object.UID == plan.UID && reflect.DeepEqual(f.Action, action) {
 					return true, "re-checked live: the Subscriptions of " + plan.Namespace + " still call for it"
 				}

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,12 @@ func subscription(name, uid string, status map[string]any) *Object {
 
 func installPlanRef(plan, uid string) map[string]any {
 	return map[string]any{"installPlanRef": map[string]any{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan", "name": plan, "namespace": "operators", "uid": uid}}
+}
+
+// updatedAgo is status with lastUpdated set to ago before testNow.
+func updatedAgo(ago time.Duration, status map[string]any) map[string]any {
+	status["lastUpdated"] = testNow.Add(-ago).UTC().Format(time.RFC3339)
+	return status
 }
 
 func legacyInstallPlan(plan, uid string) map[string]any {
@@ -40,6 +47,7 @@ func TestInstallPlanOwners(t *testing.T) {
 	tests := []struct {
 		name       string
 		coverage   Coverage
+		minAge     time.Duration
 		objects    []*Object
 		wantAction Action
 		wantReason string
@@ -58,6 +66,18 @@ func TestInstallPlanOwners(t *testing.T) {
 				"Subscription etcd (uid sub-b) names this InstallPlan in status.installPlanRef",
 				"ownerReference to Subscription etcd (uid sub-a): no such Subscription in operators",
 			},
+		},
+		{
+			name:       "#3199, but OLM changed the Subscription's status within --min-age: it may still be at work",
+			minAge:     10 * time.Minute,
+			objects:    []*Object{subscription("etcd", "sub-b", updatedAgo(5*time.Second, installPlanRef("install-abc", "plan-uid"))), plan(ownedBy(subRef("etcd", "sub-a")))},
+			wantReason: "not owned by Subscription etcd, which uses it (operator-lifecycle-manager#3199); its owner is a deleted Subscription; Subscription etcd changed its status 5s ago, less than --min-age=10m0s: OLM may still be resolving it",
+		},
+		{
+			name:       "#3199, the Subscription's status unchanged for --min-age",
+			minAge:     10 * time.Minute,
+			objects:    []*Object{subscription("etcd", "sub-b", updatedAgo(10*time.Minute, installPlanRef("install-abc", "plan-uid"))), plan(ownedBy(subRef("etcd", "sub-a")))},
+			wantAction: SetOwnerReferences{Add: []metav1.OwnerReference{subRef("etcd", "sub-b")}, Remove: []types.UID{"sub-a"}},
 		},
 		{
 			name:       "the deprecated status.installplan works the same",
@@ -107,7 +127,7 @@ func TestInstallPlanOwners(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			findings := InstallPlanOwners{}.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
+			findings := InstallPlanOwners{minAge: tt.minAge}.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 			if tt.wantAction == nil && tt.wantReason == "" {
 				assert.Empty(t, findings)
 				return

@@ -10,7 +10,7 @@ import (
 // subscriptionContent is what rules read of a Subscription: the package, the InstallPlan in its
 // status (installPlanRef, or the deprecated installplan) and the CSVs it installed.
 var subscriptionContent = ContentRequest{Resource: Subscriptions.GroupResource(), Fields: []string{
-	"spec.name", "status.installPlanRef", "status.installplan", "status.installedCSV", "status.currentCSV",
+	"spec.name", "status.installPlanRef", "status.installplan", "status.installedCSV", "status.currentCSV", "status.lastUpdated",
 }}
 
 // nestedString reads a string field of an object's content; "" if absent.

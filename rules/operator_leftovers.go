@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -236,16 +237,41 @@ func sharedComponents(view *View, operators []operatorOf) map[types.UID]string {
 	return shared
 }
 
-// runningCSVs are the CSVs of an operator (labelled operators.coreos.com/<operator>, in its
-// namespace) whose phase is Succeeded.
+// runningCSVs are the CSVs of an operator in its namespace whose phase is Succeeded. A CSV is the
+// operator's if OLM labelled it operators.coreos.com/<operator>, or if its package, in the
+// operatorframework.io/properties annotation OLM writes from the catalog, is the operator's: OLM
+// removes the label when the Subscription goes, the annotation stays.
 func runningCSVs(view *View, op operatorOf) []*Object {
 	var running []*Object
 	for _, csv := range view.InNamespace(ClusterServiceVersions.GroupResource(), op.ns) {
-		if _, labelled := csv.Labels["operators.coreos.com/"+op.obj.Name]; labelled && !copiedCSV(csv) && nestedString(csv, "status", "phase") == "Succeeded" {
+		_, labelled := csv.Labels["operators.coreos.com/"+op.obj.Name]
+		if (labelled || csvPackage(csv) == op.pkg) && !copiedCSV(csv) && nestedString(csv, "status", "phase") == "Succeeded" {
 			running = append(running, csv)
 		}
 	}
 	return running
+}
+
+// csvPackage is the package of a CSV, as the olm.package property of its
+// operatorframework.io/properties annotation names it; "" if it does not.
+func csvPackage(csv *Object) string {
+	var properties struct {
+		Properties []struct {
+			Type  string `json:"type"`
+			Value struct {
+				PackageName string `json:"packageName"`
+			} `json:"value"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(csv.Annotations["operatorframework.io/properties"]), &properties); err != nil {
+		return ""
+	}
+	for _, p := range properties.Properties {
+		if p.Type == "olm.package" {
+			return p.Value.PackageName
+		}
+	}
+	return ""
 }
 
 // olmsOwnCSV reports whether OLM installed a CSV itself, without a Subscription: its

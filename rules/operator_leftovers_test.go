@@ -249,3 +249,15 @@ func findingAbout(t *testing.T, findings []Finding, obj *Object) Finding {
 	t.Fatalf("no finding about %s", obj.Ref())
 	return Finding{}
 }
+
+func TestAnOperatorDisownedByOLMStillRuns(t *testing.T) {
+	// OLM removed the operators.coreos.com/etcd.operators label when the Subscription went; the
+	// package in its properties annotation stays.
+	running := csv("operators", "etcdoperator.v0.9.4", nil, withAnnotations("operatorframework.io/properties",
+		`{"properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"0.9.4"}},{"type":"olm.gvk","value":{"group":"etcd.database.coreos.com","kind":"EtcdCluster","version":"v1beta2"}}]}`),
+		func(o *Object) { o.Content["status"] = map[string]any{"phase": "Succeeded"} })
+	findings := leftoversDeleting(t, "Operator.operators.coreos.com").Plan(context.Background(), viewWith(Coverage{}, running, operatorObject()))
+	require.Len(t, findings, 1, "the Operator of a running operator is not left behind")
+	assert.Equal(t, running.Ref(), findings[0].Object)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", findings[0].Reason)
+}

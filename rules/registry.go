@@ -22,6 +22,9 @@ type Settings struct {
 	// NodeNotReadyFor is how long a node must have been not Ready to count as lost
 	// (--node-not-ready-for).
 	NodeNotReadyFor time.Duration
+	// MinAge is how long what an action rests on must have stayed as it is (--min-age): the
+	// engine applies it to the object acted on; a rule, to the state of another it reads.
+	MinAge time.Duration
 	// UnhealthyZoneThreshold is the fraction of a zone's nodes not Ready (more than two) from
 	// which the zone is in an outage and nothing is force-deleted there
 	// (--unhealthy-zone-threshold, as kube-controller-manager's).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -61,6 +62,7 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 			if atLeast != "" {
 				evidence = append(evidence, "not every resource was listed in the namespace: there may be more")
 			}
+			evidence = append(evidence, namespaceConditions(obj)...)
 		}
 		findings = append(findings, Finding{
 			Severity: SeverityInfo,
@@ -71,6 +73,26 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 	}
 	return findings
 }
+
+// namespaceConditions are what the namespace controller says keeps a namespace: its conditions
+// that are True (NamespaceContentRemaining, NamespaceFinalizersRemaining, a discovery failure).
+func namespaceConditions(ns *Object) []string {
+	var out []string
+	conditions, _, _ := unstructured.NestedSlice(ns.Content, "status", "conditions")
+	for _, c := range conditions {
+		if m, _ := c.(map[string]any); m["status"] == "True" {
+			out = append(out, fmt.Sprintf("namespace condition %v: %v", m["type"], m["message"]))
+		}
+	}
+	return out
+}
+
+// ReadsContent implements ContentReader: the conditions of Namespaces, which say what keeps one.
+func (StuckTerminating) ReadsContent() []ContentRequest {
+	return []ContentRequest{{Resource: Namespaces.GroupResource(), Fields: []string{"status.conditions"}}}
+}
+
+var _ ContentReader = StuckTerminating{}
 
 // terminatingSince is the evidence of how long an object has been terminating.
 func terminatingSince(obj *Object, age, threshold time.Duration) string {

@@ -49,6 +49,25 @@ func TestStuckTerminating(t *testing.T) {
 			},
 		},
 		{
+			name: "a namespace is reported with what the namespace controller says keeps it",
+			objects: []*Object{
+				object(Namespaces, "", "logging", terminatingFor(time.Hour), withContent(map[string]any{"status": map[string]any{"conditions": []any{
+					map[string]any{"type": "NamespaceDeletionDiscoveryFailure", "status": "False", "message": "All resources successfully discovered"},
+					map[string]any{"type": "NamespaceContentRemaining", "status": "True", "message": "Some resources are remaining: loggings.logging.banzaicloud.io has 1 resource instances"},
+					map[string]any{"type": "NamespaceFinalizersRemaining", "status": "True", "message": "Some content in the namespace has finalizers remaining: a.example.com/x in 1 resource instances"},
+				}}})),
+			},
+			wantNames:  []string{"logging"},
+			wantReason: "terminating for 60m, waiting on its 0 remaining objects (0 terminating)",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+				"no finalizers in metadata",
+				"0 objects remain in the namespace, 0 of them terminating",
+				"namespace condition NamespaceContentRemaining: Some resources are remaining: loggings.logging.banzaicloud.io has 1 resource instances",
+				"namespace condition NamespaceFinalizersRemaining: Some content in the namespace has finalizers remaining: a.example.com/x in 1 resource instances",
+			},
+		},
+		{
 			name: "a namespace is reported with what is left in it",
 			objects: []*Object{
 				object(Namespaces, "", "logging", terminatingFor(time.Hour)),

@@ -197,7 +197,7 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	mappings, err := rules.NewFinalizerMappings([]rules.FinalizerOwner{custom})
 	require.NoError(t, err)
 	settings := rules.Settings{MinTerminatingAge: 42 * time.Minute, CatalogPodSlack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute,
-		UnhealthyZoneThreshold: 0.55, Finalizers: mappings}
+		MinAge: 10 * time.Minute, UnhealthyZoneThreshold: 0.55, Finalizers: mappings}
 	must := func(rule rules.Rule, err error) rules.Rule {
 		require.NoError(t, err)
 		return rule

@@ -28,6 +28,7 @@ func (o Options) settings() (rules.Settings, error) {
 		MinTerminatingAge:      o.MinTerminatingAge.Duration,
 		CatalogPodSlack:        o.CatalogPodSlack.Duration,
 		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
+		MinAge:                 o.MinAge.Duration,
 		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
 		Finalizers:             mappings,
 	}, nil

@@ -20,7 +20,7 @@ func (r reader) ReadsContent() []rules.ContentRequest            { return r }
 func TestContentPlans(t *testing.T) {
 	pods, nodes, deployments := rules.Pods.GroupResource(), rules.Nodes.GroupResource(), rules.Deployments.GroupResource()
 	e := &Engine{Rules: []rules.Rule{
-		rules.StuckTerminating{}, // reads no content
+		reader(nil), // reads no content
 		reader{
 			{Resource: pods, Selector: "olm.catalogSource", Fields: []string{"spec.nodeName", "status.conditions"}},
 			{Resource: nodes, Fields: []string{"status.conditions"}},
