@@ -13,8 +13,9 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-# Unit tests need no cluster; integration tests start a real kube-apiserver and etcd, built once
-# per machine by hack/testbin.sh into ~/.cache/operator-sweeper/testbin.
+# Unit tests need no cluster; integration tests start a real kube-apiserver and etcd and, in
+# test/controllers, kube-controller-manager, kube-scheduler, kwok and OLM v0: built once per machine
+# by hack/testbin.sh into ~/.cache/operator-sweeper/testbin.
 UNIT_PACKAGES        := ./cmd/... ./rules/... ./sweeper/... ./manifests/...
 INTEGRATION_PACKAGES := ./test/...
 
@@ -42,12 +43,20 @@ tools: ## Install the Debian packages the tests need (prometheus-pushgateway, pr
 	@hack/debian-tools.sh
 
 .PHONY: testbin
-testbin: ## Build (once) the kube-apiserver and etcd the tests and the demo run.
+testbin: ## Build (once) kube-apiserver and etcd, for the demo.
 	@hack/testbin.sh >/dev/null
+
+.PHONY: testbin-all
+testbin-all: ## Build (once) the whole control plane the tests and demo-real run: and controllers, kwok, OLM.
+	@hack/testbin.sh all >/dev/null
 
 .PHONY: demo
 demo: build testbin ## Start a local real API server with sample debris and print the dry-run report.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) run ./hack/demo --sweeper $(BIN) $(DEMO_ARGS)
+
+.PHONY: demo-real
+demo-real: build testbin-all ## The demo with real controllers and OLM making the debris (about 2 minutes).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) run ./hack/demo --real --sweeper $(BIN) $(DEMO_ARGS)
 
 .PHONY: test
 test: lint test-unit test-alerts test-integration ## Everything CI runs: lint, unit, alert and integration tests.
@@ -62,8 +71,8 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 	cd manifests/alerts && promtool test rules operator-sweeper.rules.test.yaml
 
 .PHONY: test-integration
-test-integration: testbin tools ## Integration tests against a real kube-apiserver, etcd and Pushgateway.
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
+test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway.
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
 
 .PHONY: bench
 bench: testbin ## Benchmarks: rules over 100k objects; whole sweeps of 10k ConfigMaps on the real API server.

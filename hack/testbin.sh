@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# Builds a real kube-apiserver and etcd from the Go module proxy and caches them outside the
-# repository, keyed by version, so only the first build on a machine pays (~10 min on 2 cores).
-# Prints the folder holding both binaries (usable as KUBEBUILDER_ASSETS).
+# Builds the test control plane from the Go module proxy and caches it outside the repository,
+# keyed by version, so only the first build on a machine pays. Prints the folder holding the
+# binaries (usable as KUBEBUILDER_ASSETS).
+#
+#   hack/testbin.sh        kube-apiserver and etcd
+#   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kwok, OLM v0's olm and
+#                          catalog operators, and opm (about 10 minutes in all on 2 cores, from
+#                          empty caches; seconds afterwards)
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod points every k8s.io/*
 # staging module at ./staging/... and requires them at v0.0.0. A throwaway module replaces each of
 # those with the published module of the matching version, which is what the release tags hold.
+# OLM and operator-registry are built as their own main modules, from their module directories.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# v0.28.0 force-deletes evicted catalog pods (#3201) only when its health check fails, and the
+# check counts a Terminating pod as healthy (fixed later by #3366): its catalog pods stay stuck on a
+# lost node (F5), as test/controllers shows.
+OLM_VERSION="${OLM_VERSION:-v0.28.0}"
+REGISTRY_VERSION="${REGISTRY_VERSION:-v1.41.0}" # what OLM_VERSION requires
 STAGING_VERSION="v0${KUBE_VERSION#v1}"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
+root="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin"
+kube="$root/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
+kwok="$root/kwok-${KWOK_VERSION}"
+olm="$root/olm-${OLM_VERSION}"
+opm="$root/opm-${REGISTRY_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
 # quiet runs a command and shows its output only when it fails.
@@ -22,44 +38,109 @@ quiet() {
     exit 1
   fi
 }
+# build builds a package of the current module into a cache file, atomically.
+build() {
+  local out="$1"; shift
+  go build -trimpath -o "$out.tmp" "$@"
+  mv "$out.tmp" "$out"
+}
+# module_dir copies a module's directory out of the module cache, writable, without vendor/.
+module_dir() {
+  local dir
+  dir="$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$dir" ]] || { log "could not download $1"; exit 1; }
+  cp -r "$dir" "$2" && chmod -R u+w "$2" && rm -rf "$2/vendor"
+}
 
-if [[ -x "$cache/kube-apiserver" && -x "$cache/etcd" ]]; then
-  echo "$cache"
+all=false
+[[ "${1:-}" == all ]] && all=true
+kube_binaries=(kube-apiserver)
+$all && kube_binaries+=(kube-controller-manager kube-scheduler)
+missing() {
+  for f in "$@"; do [[ -x "$f" || -f "$f" ]] || return 0; done
+  return 1
+}
+
+if ! missing "$kube/etcd" "${kube_binaries[@]/#/$kube/}" &&
+  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm"; }; then
+  : # all cached
+else
+  command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
+  mkdir -p "$kube"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  export GOFLAGS="-mod=mod" GOWORK=off CGO_ENABLED=0
+
+  if missing "$kube/etcd"; then
+    log "building etcd $ETCD_VERSION (about 1 minute)"
+    mkdir -p "$work/etcd" && cd "$work/etcd"
+    quiet go mod init testbin/etcd
+    quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+    quiet build "$kube/etcd" go.etcd.io/etcd/server/v3
+  fi
+
+  if missing "${kube_binaries[@]/#/$kube/}"; then
+    log "building what is missing of ${kube_binaries[*]} $KUBE_VERSION (about 10 minutes on 2 cores the first time; cached afterwards)"
+    mkdir -p "$work/kube" && cd "$work/kube"
+    quiet go mod init testbin/kube
+    gomod="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+    [[ -f "$gomod" ]] || { log "could not download k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
+    # Every staging module the components can need; the sample-* modules are not published.
+    awk '/=> \.\/staging\/src\//{print $1}' "$gomod" | grep -v '^k8s.io/sample-' | while read -r mod; do
+      go mod edit -replace "${mod}=${mod}@${STAGING_VERSION}"
+    done
+    go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
+    for b in "${kube_binaries[@]}"; do go mod edit -tool "k8s.io/kubernetes/cmd/$b"; done
+    quiet go mod tidy
+    minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+    for b in "${kube_binaries[@]}"; do
+      missing "$kube/$b" || continue
+      quiet build "$kube/$b" -ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
+        "k8s.io/kubernetes/cmd/$b"
+    done
+  fi
+
+  if $all && missing "$kwok/kwok" "$kwok/stages.yaml"; then
+    log "building kwok $KWOK_VERSION (about 1 minute)"
+    mkdir -p "$kwok" "$work/kwok" && cd "$work/kwok"
+    quiet go mod init testbin/kwok
+    quiet go get "sigs.k8s.io/kwok@${KWOK_VERSION}"
+    quiet build "$kwok/kwok" sigs.k8s.io/kwok/cmd/kwok
+    # The Stages that make kwok act as kubelets: nodes become Ready and renew their Leases, pods
+    # run, and pods being deleted are confirmed gone.
+    stages="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
+    for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+      cat "$stages/$f.yaml"; echo "---"
+    done >"$kwok/stages.yaml.tmp"
+    mv "$kwok/stages.yaml.tmp" "$kwok/stages.yaml"
+  fi
+
+  if $all && missing "$olm/olm" "$olm/catalog"; then
+    log "building OLM $OLM_VERSION olm and catalog operators (about 4 minutes)"
+    mkdir -p "$olm" && cd "$work"
+    module_dir "github.com/operator-framework/operator-lifecycle-manager@${OLM_VERSION}" "$work/olm"
+    cd "$work/olm"
+    quiet build "$olm/olm" ./cmd/olm
+    quiet build "$olm/catalog" ./cmd/catalog
+  fi
+
+  if $all && missing "$opm/opm"; then
+    log "building opm (operator-registry $REGISTRY_VERSION, about 2 minutes)"
+    mkdir -p "$opm" && cd "$work"
+    module_dir "github.com/operator-framework/operator-registry@${REGISTRY_VERSION}" "$work/registry"
+    cd "$work/registry"
+    quiet build "$opm/opm" ./cmd/opm
+  fi
+fi
+
+if ! $all; then
+  echo "$kube"
   exit 0
 fi
-
-command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
-mkdir -p "$cache"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export GOFLAGS="-mod=mod" GOWORK=off CGO_ENABLED=0
-
-if [[ ! -x "$cache/etcd" ]]; then
-  log "building etcd $ETCD_VERSION (about 1 minute)"
-  mkdir -p "$work/etcd" && cd "$work/etcd"
-  quiet go mod init testbin/etcd
-  quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
-  go build -trimpath -o "$cache/etcd.tmp" go.etcd.io/etcd/server/v3
-  mv "$cache/etcd.tmp" "$cache/etcd"
-fi
-
-if [[ ! -x "$cache/kube-apiserver" ]]; then
-  log "building kube-apiserver $KUBE_VERSION (about 10 minutes on 2 cores; cached afterwards)"
-  mkdir -p "$work/kube" && cd "$work/kube"
-  quiet go mod init testbin/kube
-  gomod="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-  [[ -f "$gomod" ]] || { log "could not download k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
-  # Every staging module the apiserver can need; the sample-* modules are not published.
-  awk '/=> \.\/staging\/src\//{print $1}' "$gomod" | grep -v '^k8s.io/sample-' | while read -r mod; do
-    go mod edit -replace "${mod}=${mod}@${STAGING_VERSION}"
-  done
-  go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}" -tool k8s.io/kubernetes/cmd/kube-apiserver
-  quiet go mod tidy
-  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
-  go build -trimpath \
-    -ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
-    -o "$cache/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$cache/kube-apiserver.tmp" "$cache/kube-apiserver"
-fi
-
-echo "$cache"
+# One folder with every binary of the control plane, for KUBEBUILDER_ASSETS and test/cluster.
+bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}"
+mkdir -p "$bin"
+for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/*; do
+  ln -sfn "$f" "$bin/$(basename "$f")"
+done
+echo "$bin"

@@ -15,7 +15,8 @@ import (
 )
 
 // CatalogPods force-deletes CatalogSource pods stuck Terminating on a lost node (F5): the kubelet
-// never confirms the deletion, OLM before v0.28 waits for ever, and the catalog stays down. A pod
+// never confirms the deletion, OLM without PR #3366 (v0.28.0 among them, as test/controllers
+// shows) counts the pod as its registry server and waits for ever, and the catalog stays down. A pod
 // labelled olm.catalogSource qualifies once it is past its grace period by --catalog-pod-slack
 // and its node (spec.nodeName) is lost, as Kubernetes judges it (see judgeNode). A pod on a node
 // whose kubelet still reports is only reported: the kubelet will finish the deletion. In a zone

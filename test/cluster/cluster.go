@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,8 +23,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Cluster is a running control plane: etcd and kube-apiserver, no controllers and no kubelet, so
-// whatever is deleted with a finalizer stays Terminating until someone removes it.
+// Cluster is a running control plane: etcd and kube-apiserver and, if asked, the components of
+// Components. Without them there are no controllers and no kubelet, so whatever is deleted with a
+// finalizer stays Terminating until someone removes it.
 type Cluster struct {
 	// Config is an admin (system:masters) client config.
 	Config *rest.Config
@@ -34,13 +36,24 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.ResettableRESTMapper
 
-	env *envtest.Environment
-	dir string
+	// LogDir holds the logs of the components the cluster runs as processes.
+	LogDir string
+
+	env       *envtest.Environment
+	dir       string
+	assets    string
+	processes []*Process
+	olm       []*Process
 }
 
 // Start boots the control plane from the binaries in $KUBEBUILDER_ASSETS and installs the CRDs
 // of the field cases.
 func Start() (*Cluster, error) {
+	return StartWith(Components{})
+}
+
+// StartWith boots the control plane with components.
+func StartWith(components Components) (*Cluster, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run through make (make test, make demo), which builds kube-apiserver and etcd with hack/testbin.sh and sets it")
@@ -53,13 +66,18 @@ func Start() (*Cluster, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds}
+	components.configure(env)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c := &Cluster{Config: cfg, env: env}
+	c := &Cluster{Config: cfg, env: env, assets: assets}
 	if err := c.init(); err != nil {
 		_ = env.Stop()
+		return nil, err
+	}
+	if err := c.startComponents(context.Background(), components); err != nil {
+		_ = c.Stop()
 		return nil, err
 	}
 	return c, nil
@@ -71,6 +89,7 @@ func (c *Cluster) init() error {
 		return err
 	}
 	c.dir = dir
+	c.LogDir = filepath.Join(dir, "logs")
 	// Deprecation warnings of the built-in kinds are noise in test output.
 	c.Config.WarningHandlerWithContext = rest.NoWarnings{}
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
@@ -93,6 +112,6 @@ func (c *Cluster) init() error {
 
 // Stop stops the control plane and removes its files.
 func (c *Cluster) Stop() error {
-	err := c.env.Stop()
+	err := errors.Join(c.stopProcesses(), c.env.Stop())
 	return errors.Join(err, os.RemoveAll(c.dir))
 }

@@ -24,7 +24,7 @@ data: {currency: EUR}
 
 // SeedDemo seeds every field case, with OLM and logging-operator uninstalled, and an object whose
 // finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of one
-// second, which SeedDemo waits out, so that the demo can run with --catalog-pod-slack=0s.
+// second, which SeedDemo waits out (AgeDebris), so that the demo can run with --catalog-pod-slack=0s.
 func SeedDemo(ctx context.Context, c *Cluster) error {
 	ns := DemoNamespaces
 	for _, name := range []string{ns.F1, ns.F2, ns.F3, ns.F4, ns.F5, ns.Unknown} {
@@ -47,6 +47,12 @@ func SeedDemo(ctx context.Context, c *Cluster) error {
 	if _, err := c.Terminate(ctx, Fill(unknownOwner, ns.Unknown)); err != nil {
 		return fmt.Errorf("seed an object of unknown owner: %w", err)
 	}
-	time.Sleep(1500 * time.Millisecond) // past the CatalogSource pods' grace period
+	AgeDebris() // past the CatalogSource pods' grace period too
 	return nil
 }
+
+// AgeDebris waits until what was just created is old enough for a sweep that starts next to act
+// on it with --min-age=0s: creation timestamps are in seconds, and the sweeper counts what was
+// created in the second the sweep began, or the one before, as created after it began (the
+// engine's min-age margin, sweeper/run.go).
+func AgeDebris() { time.Sleep(2 * time.Second) }

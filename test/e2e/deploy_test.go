@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
 
 // fieldCases seeds F1 to F5 with OLM and logging-operator uninstalled, each in a namespace of
@@ -47,7 +49,7 @@ func fieldCases(t *testing.T) map[string]cluster.Seeded {
 		seeded[name], err = seed(ns)
 		require.NoError(t, err, name)
 	}
-	time.Sleep(1500 * time.Millisecond) // past the CatalogSource pods' one-second grace period
+	cluster.AgeDebris() // and past the CatalogSource pods' one-second grace period
 	return seeded
 }
 
@@ -105,7 +107,7 @@ func TestDeployed(t *testing.T) {
 	planned, stderr, code := runSweeper(t, args...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, planned)
-	assert.Equal(t, e2eVersion, planned.Metadata.Version)
+	assert.Equal(t, deploy.Version, planned.Metadata.Version)
 	assert.Equal(t, before, snapshot(t, seeded), "a report-only run changes nothing")
 	// The report-only ServiceAccount cannot write.
 	saClient, err := dynamic.NewForConfig(saConfig)
@@ -136,10 +138,11 @@ func TestDeployed(t *testing.T) {
 	applied, stderr, code := runSweeper(t, args...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, applied)
-	outcomes := map[string]sweeper.Outcome{}
+	outcomes, why := map[string]sweeper.Outcome{}, map[string]string{}
 	for _, f := range applied.Findings {
 		if f.Action != nil {
-			outcomes[f.Rule+" "+f.Object.Kind+" "+f.Object.Namespace+"/"+f.Object.Name] = f.Outcome
+			key := f.Rule + " " + f.Object.Kind + " " + f.Object.Namespace + "/" + f.Object.Name
+			outcomes[key], why[key] = f.Outcome, fmt.Sprintf("%s %s %v", f.SkipReason, f.Error, f.Evidence)
 		}
 	}
 	for key, want := range map[string]sweeper.Outcome{
@@ -155,7 +158,7 @@ func TestDeployed(t *testing.T) {
 		"catalog-pods Pod e2e-f5/on-lost-node":                                 sweeper.OutcomeApplied,
 		"catalog-pods Pod e2e-f5/on-missing-node":                              sweeper.OutcomeApplied,
 	} {
-		assert.Equal(t, want, outcomes[key], key)
+		assert.Equal(t, want, outcomes[key], "%s: %s", key, why[key])
 	}
 	for _, gone := range []*unstructured.Unstructured{
 		seeded["f1"].Get("ClusterServiceVersion", "etcdoperator.v0.9.4"), seeded["f1"].Get("ClusterRole", "e2e-f1-role"),
@@ -289,11 +292,11 @@ func TestStaticBinary(t *testing.T) {
 	require.NoError(t, err, string(out))
 	assert.Regexp(t, `(?m)^\s+build\s+CGO_ENABLED=0$`, string(out))
 	assert.Regexp(t, `(?m)^\s+build\s+-trimpath=true$`, string(out))
-	assert.NotContains(t, string(out), mustAbs(t, repoRoot), "no local paths")
+	assert.NotContains(t, string(out), mustAbs(t, deploy.RepoRoot), "no local paths")
 
 	out, err = exec.Command(sweeperBinary, "--version").CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Equal(t, "operator-sweeper "+e2eVersion+" (commit "+e2eCommit+")\n", string(out))
+	assert.Equal(t, "operator-sweeper "+deploy.Version+" (commit "+deploy.Commit+")\n", string(out))
 }
 
 func mustAbs(t *testing.T, path string) string {

@@ -1,0 +1,155 @@
+// Package deploy deploys operator-sweeper on a test cluster as its manifests say, and runs the
+// binary `make build` makes as the ServiceAccount the manifests create: what the e2e suites share.
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+// The binary's version and commit, stamped by make build.
+const (
+	Version = "v0.0.0-e2e"
+	Commit  = "e2ecafe"
+)
+
+// RepoRoot is the repository, from a package under test/.
+var RepoRoot = filepath.Join("..", "..")
+
+// Build builds the binary as `make build` does, into dir, and returns its path.
+func Build(dir string) (string, error) {
+	binary := filepath.Join(dir, "operator-sweeper")
+	build := exec.Command("make", "-C", RepoRoot, "build", "BIN="+binary, "VERSION="+Version, "COMMIT="+Commit)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("make build: %w", err)
+	}
+	return binary, nil
+}
+
+// Render renders a kustomization of manifests/ with the kustomize API, as kubectl kustomize does.
+func Render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(RepoRoot, "manifests", dir))
+	require.NoError(t, err)
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		m, err := r.Map()
+		require.NoError(t, err)
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
+// Find returns the rendered object of a kind and name; a generated ConfigMap's name has a hash
+// suffix.
+func Find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, obj := range objs {
+		generated := kind == "ConfigMap" && strings.HasPrefix(obj.GetName(), name+"-")
+		if obj.GetKind() == kind && (obj.GetName() == name || generated) {
+			return obj
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+// Apply applies objects with server-side apply, as kubectl apply --server-side does.
+func Apply(t *testing.T, c *cluster.Cluster, objs []*unstructured.Unstructured, dryRun bool) {
+	t.Helper()
+	opts := metav1.PatchOptions{FieldManager: "e2e", Force: ptr.To(true)}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	for _, obj := range objs {
+		client, _, err := c.Resource(obj)
+		require.NoError(t, err)
+		data, err := json.Marshal(obj.Object)
+		require.NoError(t, err)
+		_, err = client.Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, opts)
+		require.NoError(t, err, "apply %s %s", obj.GetKind(), obj.GetName())
+	}
+}
+
+// ServiceAccountConfig mints a token for the ServiceAccount the manifests create (TokenRequest)
+// and returns a client config and a kubeconfig file that authenticate as it.
+func ServiceAccountConfig(t *testing.T, c *cluster.Cluster) (*rest.Config, string) {
+	t.Helper()
+	token, err := c.Kube.CoreV1().ServiceAccounts("operator-sweeper").CreateToken(context.Background(), "operator-sweeper",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := &rest.Config{Host: c.Config.Host, BearerToken: token.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData}}
+
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kubeconfig.AuthInfos["operator-sweeper"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kubeconfig.Contexts["operator-sweeper"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "operator-sweeper"}
+	kubeconfig.CurrentContext = "operator-sweeper"
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, file))
+	return cfg, file
+}
+
+// CronJobArgs returns the rendered CronJob's container args, with its config file (the rendered
+// ConfigMap's config.yaml) at a local path, as the pod mounts it.
+func CronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(Find(t, objs, "CronJob", "operator-sweeper").Object,
+		"spec", "jobTemplate", "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	require.Len(t, containers, 1)
+	args, _, err := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	require.NoError(t, err)
+	config, _, err := unstructured.NestedString(Find(t, objs, "ConfigMap", "operator-sweeper-config").Object, "data", "config.yaml")
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(config), 0o600))
+	for i, arg := range args {
+		if strings.HasPrefix(arg, "--config=") {
+			args[i] = "--config=" + file
+		}
+	}
+	return args
+}
+
+// Run runs the binary and decodes its JSON report.
+func Run(t *testing.T, binary string, args ...string) (*sweeper.Report, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		require.True(t, errors.As(err, &exit), "run %s: %v", binary, err)
+		code = exit.ExitCode()
+	}
+	var report sweeper.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &report), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	return &report, stderr.String(), code
+}
