@@ -1,0 +1,147 @@
+// Package controllers tests operator-sweeper against debris the real controllers make:
+// kube-controller-manager (node lifecycle, taint eviction, garbage collector, namespaces),
+// kube-scheduler, kwok's simulated kubelets, and OLM v0's own operators, installing a demo
+// operator from a real catalog (see package cluster, Components). The sweeper runs as its shipped
+// ServiceAccount, with its shipped config.
+package controllers
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+	"github.com/operator-sweeper/operator-sweeper/test/deploy"
+)
+
+var (
+	testCluster   *cluster.Cluster
+	sweeperBinary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(cluster.RunTestsWith(m, &testCluster, cluster.Components{Controllers: true, OLM: true}, func(dir string) (err error) {
+		sweeperBinary, err = deploy.Build(dir)
+		return err
+	}))
+}
+
+// The nodes every test's pods run on, the demo catalog and OLM's Deployments, set up once.
+var (
+	setUp    sync.Once
+	setUpErr error
+)
+
+// stableNodes are nodes whose kwok runs for the whole package.
+var stableNodes = []string{"stable-1", "stable-2", "stable-3"}
+
+func setUpOnce(t *testing.T) {
+	t.Helper()
+	setUp.Do(func() {
+		ctx := context.Background()
+		if _, setUpErr = testCluster.StartNodes(ctx, "stable", nil, stableNodes...); setUpErr != nil {
+			return
+		}
+		if setUpErr = testCluster.StartDemoCatalog(ctx); setUpErr != nil {
+			return
+		}
+		setUpErr = testCluster.SetOLMDeployments(ctx, 1)
+	})
+	require.NoError(t, setUpErr, "set up nodes, catalog and OLM")
+}
+
+// uninstallOLM uninstalls OLM; restoreOLM undoes it when the test ends.
+func uninstallOLM(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { restoreOLM(t) })
+	require.NoError(t, testCluster.UninstallOLM(context.Background()))
+}
+
+func restoreOLM(t *testing.T) {
+	t.Helper()
+	require.NoError(t, testCluster.SetOLMDeployments(context.Background(), 1))
+	require.NoError(t, testCluster.StartOLM(context.Background()))
+}
+
+// newNamespace creates a namespace for a test.
+func newNamespace(t *testing.T, name string) string {
+	t.Helper()
+	_, err := testCluster.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return name
+}
+
+// installDemo installs the demo operator in namespace through OLM and returns its CSV.
+func installDemo(t *testing.T, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	csv, err := testCluster.InstallDemo(context.Background(), namespace)
+	require.NoError(t, err)
+	return csv
+}
+
+// eventually polls condition every half second until it holds, or fails t after timeout with the
+// end of the control plane's logs.
+func eventually(t *testing.T, timeout time.Duration, what string, condition func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !condition(); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s\n%s", what, timeout, testCluster.Logs(20))
+		}
+	}
+}
+
+// young are the flags that let the sweeper act on debris seconds or minutes old.
+var young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s", "--node-not-ready-for=20s"}
+
+// sweep deploys the base manifests and runs the CronJob's command as their ServiceAccount, with
+// the shipped config, young, and args.
+func sweep(t *testing.T, args ...string) *sweeper.Report {
+	t.Helper()
+	return sweepConfigured(t, "", nil, args...)
+}
+
+// sweepConfigured is sweep with the shipped config's rules.operator-leftovers.delete replaced by
+// leftovers, if not empty, and grant added to the ClusterRole, as the config's comment says.
+func sweepConfigured(t *testing.T, leftovers string, grant map[string]any, args ...string) *sweeper.Report {
+	t.Helper()
+	base := deploy.Render(t, "base")
+	config := deploy.Find(t, base, "ConfigMap", "operator-sweeper-config")
+	if leftovers != "" {
+		data, _, _ := unstructured.NestedString(config.Object, "data", "config.yaml")
+		require.Contains(t, data, "    delete: []\n")
+		require.NoError(t, unstructured.SetNestedField(config.Object, strings.Replace(data, "    delete: []\n", "    "+leftovers+"\n", 1), "data", "config.yaml"))
+		role := deploy.Find(t, base, "ClusterRole", "operator-sweeper")
+		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		rules = append(rules, grant)
+		require.NoError(t, unstructured.SetNestedSlice(role.Object, rules, "rules"))
+	}
+	deploy.Apply(t, testCluster, base, false)
+	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
+	cluster.AgeDebris()
+	all := slices.Concat(deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig}, args)
+	report, stderr, code := deploy.Run(t, sweeperBinary, all...)
+	require.Equal(t, 0, code, stderr)
+	return report
+}
+
+// findings returns the report's findings of rule about objects in namespace, or cluster-scoped
+// ones whose name has it as a prefix.
+func findings(report *sweeper.Report, rule, namespace string) []sweeper.FindingResult {
+	var out []sweeper.FindingResult
+	for _, f := range report.Findings {
+		if f.Rule == rule && (f.Object.Namespace == namespace || (f.Object.Namespace == "" && strings.HasPrefix(f.Object.Name, namespace))) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
