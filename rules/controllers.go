@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -25,6 +25,15 @@ type FinalizerOwner struct {
 	// Leases are globs over the names of the leader-election Leases (coordination.k8s.io, any
 	// namespace) the controller holds: one renewed recently proves it alive, wherever it runs.
 	Leases []string `json:"leases,omitempty"`
+	// Resources, if set, restricts the mapping to objects of these resources: globs over
+	// "<plural>.<group>" ("*.source.toolkit.fluxcd.io"), for finalizers that several controllers
+	// share by name (Flux's finalizers.fluxcd.io).
+	Resources []string `json:"resources,omitempty"`
+	// Protect marks finalizers that guard data outside the cluster (volumes, cloud resources,
+	// backups): they are never released automatically, even when their controller is gone.
+	Protect bool `json:"protect,omitempty"`
+	// Guards says what a protected finalizer guards: what releasing it would leave behind.
+	Guards string `json:"guards,omitempty"`
 }
 
 // Controller identifies workloads by kind, and by name, label selector or container image, in one
@@ -47,53 +56,6 @@ type Controller struct {
 
 // workloads are the kinds a Controller can be, by Kind.
 var workloads = resourcesByKind(Deployments, StatefulSets, DaemonSets)
-
-// DefaultFinalizerOwners are the controller mappings operator-sweeper ships, checked against the
-// upstream sources: logging-operator (its chart labels the Deployment
-// app.kubernetes.io/name=logging-operator), OLM v0 (olm-operator alone adds and removes
-// operators.coreos.com/csv-cleanup) and OLM v1 (catalogd owns ClusterCatalog's
-// delete-server-cache, formerly under catalogd.operatorframework.io; operator-controller the
-// rest of olm.operatorframework.io). A config file's entries come first, and replace a default of
-// the same pattern.
-//
-// The Leases are the leader-election IDs in the upstream sources: logging-operator's main.go
-// ("logging-operator." + its API group; its chart turns leader election on), operator-controller's
-// and catalogd's cmd/*/main.go. OLM v0 holds none. A repackaged logging-operator (rancher-logging)
-// is found by its image.
-func DefaultFinalizerOwners() []FinalizerOwner {
-	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
-	catalogd := FinalizerOwner{Controllers: []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}, Leases: []string{"catalogd-operator-lock"}}
-	return []FinalizerOwner{
-		{
-			Pattern: "*.logging.banzaicloud.io/finalizer",
-			Controllers: []Controller{
-				{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"},
-				{Kind: "Deployment", Image: "*logging-operator"},
-			},
-			Leases: []string{"logging-operator.logging.banzaicloud.io"},
-		},
-		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}},
-		// No other OLM v0 finalizer exists today; should one appear, either component may own it.
-		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}},
-		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
-		{Pattern: "catalogd.operatorframework.io/*", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
-		{
-			Pattern:     "olm.operatorframework.io/*",
-			Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}},
-			Leases:      []string{"9c4404e7.operatorframework.io"},
-		},
-	}
-}
-
-// finalizerResources are the resources the shipped mappings' finalizers are on, which
-// orphaned-finalizers patches. A mapping added in the config file for another operator needs its
-// resources added to the ClusterRole by hand: finalizer names do not say which kinds carry them.
-var finalizerResources = []rbacv1.PolicyRule{
-	policyRule("logging.banzaicloud.io", []string{"loggings", "syslogngconfigs", "fluentdconfigs"}, "get", "patch"),
-	policyRule(ClusterServiceVersions.Group, []string{ClusterServiceVersions.Resource}, "get", "patch"),
-	policyRule("olm.operatorframework.io", []string{"clusterextensions", "clustercatalogs", "clusterobjectsets"}, "get", "patch"),
-	policyRule("catalogd.operatorframework.io", []string{"clustercatalogs"}, "get", "patch"),
-}
 
 // FinalizerMappings are the controller mappings of a run, validated and compiled once: the
 // configured ones first, in their order, then the shipped ones whose pattern is not configured.
@@ -156,6 +118,14 @@ func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) 
 			errs = append(errs, fmt.Errorf("%s.leases[%d] %q is not a valid glob", key, j, lease))
 		}
 	}
+	for j, resource := range owner.Resources {
+		if _, err := path.Match(resource, ""); err != nil || resource == "" {
+			errs = append(errs, fmt.Errorf("%s.resources[%d] %q is not a valid glob", key, j, resource))
+		}
+	}
+	if owner.Guards != "" && !owner.Protect {
+		errs = append(errs, fmt.Errorf("%s (%s): guards is set without protect: true", key, owner.Pattern))
+	}
 	return m, errors.Join(errs...)
 }
 
@@ -198,14 +168,30 @@ func (m FinalizerMappings) Owners() []FinalizerOwner {
 	return owners
 }
 
-// ownerOf returns the first mapping whose pattern matches the finalizer.
-func (m FinalizerMappings) ownerOf(finalizer string) (*finalizerMapping, bool) {
+// ownerOf returns the first mapping whose pattern matches the finalizer on an object of resource.
+func (m FinalizerMappings) ownerOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
 	for i := range m.mappings {
-		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok { // validated
+		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok && m.mappings[i].covers(resource) { // validated
 			return &m.mappings[i], true
 		}
 	}
 	return nil, false
+}
+
+// covers reports whether the mapping applies to objects of resource.
+func (m *finalizerMapping) covers(resource schema.GroupResource) bool {
+	return len(m.Resources) == 0 || slices.ContainsFunc(m.Resources, func(glob string) bool {
+		ok, _ := path.Match(glob, resource.String()) // validated
+		return ok
+	})
+}
+
+// key identifies the mapping: its pattern, and the resources it is restricted to.
+func (m *finalizerMapping) key() string {
+	if len(m.Resources) == 0 {
+		return m.Pattern
+	}
+	return m.Pattern + " on " + strings.Join(m.Resources, ", ")
 }
 
 // liveness is what the view says about a finalizer's controllers.
@@ -459,7 +445,7 @@ func controllersGone(view *View, mapping *finalizerMapping) Fact {
 		}
 	}
 	return factOf{
-		key:   "controllers gone " + mapping.Pattern,
+		key:   "controllers gone " + mapping.key(),
 		reads: reads,
 		holds: func(view *View) (bool, string) {
 			for _, lease := range mappingLeases(view, mapping) {

@@ -33,7 +33,7 @@ func TestDefaultFinalizerOwners(t *testing.T) {
 		"olm.operatorframework.io/teardown":                     operatorController,
 	}
 	for finalizer, want := range tests {
-		owner, ok := shipped.ownerOf(finalizer)
+		owner, ok := shipped.ownerOf(finalizer, anyResource)
 		require.True(t, ok, finalizer)
 		assert.Equal(t, want, owner.Controllers, finalizer)
 	}
@@ -46,10 +46,10 @@ func TestDefaultFinalizerOwners(t *testing.T) {
 		"olm.operatorframework.io/cleanup-unpack-cache":  {"9c4404e7.operatorframework.io"},
 	}
 	for finalizer, want := range leases {
-		owner, _ := shipped.ownerOf(finalizer)
+		owner, _ := shipped.ownerOf(finalizer, anyResource)
 		assert.Equal(t, want, owner.Leases, finalizer)
 	}
-	_, ok := shipped.ownerOf("example.com/keep")
+	_, ok := shipped.ownerOf("example.com/keep", anyResource)
 	assert.False(t, ok)
 }
 
@@ -59,7 +59,7 @@ func TestFinalizerMappingsMerge(t *testing.T) {
 	merged := shippedMappings(t, extra, mine)
 	assert.Equal(t, []FinalizerOwner{extra, mine}, merged.Owners()[:2], "configured first, in their order")
 	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners())+1, "the default for csv-cleanup is replaced")
-	owner, _ := merged.ownerOf("operators.coreos.com/csv-cleanup")
+	owner, _ := merged.ownerOf("operators.coreos.com/csv-cleanup", anyResource)
 	assert.Equal(t, mine, owner.FinalizerOwner)
 }
 
@@ -69,10 +69,11 @@ func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
 		{Pattern: "acme.io/*"},
 		{Pattern: "b.io/*", Controllers: []Controller{{Kind: "Pod", Name: "x"}, {Kind: "Deployment", Name: "x", Selector: "a=b"}, {Kind: "DaemonSet", Selector: "a in b"}}},
 		{Pattern: "c.io/*", Controllers: []Controller{{Kind: "Deployment", Image: "[x"}}, Leases: []string{"ok", "[y"}},
+		{Pattern: "d.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "d"}}, Resources: []string{"[z"}, Guards: "disks"},
 	})
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 7, "every problem, one line each")
+	require.Len(t, lines, 9, "every problem, one line each")
 	assert.Equal(t, []string{
 		`finalizers[0].pattern "[" is not a valid glob`,
 		`finalizers[1] (acme.io/*) has no controllers: name at least one workload that removes these finalizers`,
@@ -80,7 +81,10 @@ func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
 		`finalizers[2].controllers[1]: set exactly one of name, selector and image`,
 	}, lines[:4])
 	assert.True(t, strings.HasPrefix(lines[4], `finalizers[2].controllers[2].selector "a in b": `), lines[4])
-	assert.Equal(t, []string{`finalizers[3].controllers[0].image "[x" is not a valid glob`, `finalizers[3].leases[1] "[y" is not a valid glob`}, lines[5:])
+	assert.Equal(t, []string{
+		`finalizers[3].controllers[0].image "[x" is not a valid glob`, `finalizers[3].leases[1] "[y" is not a valid glob`,
+		`finalizers[4].resources[0] "[z" is not a valid glob`, `finalizers[4] (d.io/*): guards is set without protect: true`,
+	}, lines[5:])
 }
 
 func TestImageMatches(t *testing.T) {
@@ -103,7 +107,7 @@ func TestImageMatches(t *testing.T) {
 
 func TestLeasesProveAControllerAlive(t *testing.T) {
 	owners := []FinalizerOwner{{Pattern: "acme.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "acme"}}, Leases: []string{"acme-leader.*"}}}
-	mapping, _ := shippedMappings(t, owners...).ownerOf("acme.io/x")
+	mapping, _ := shippedMappings(t, owners...).ownerOf("acme.io/x", anyResource)
 	lease := func(name string, renewedAgo time.Duration, durationSeconds int64, opts ...func(*Object)) *Object {
 		return object(Leases, "acme-system", name, append([]func(*Object){withContent(map[string]any{"spec": map[string]any{
 			"holderIdentity": "acme-7d9f_1", "leaseDurationSeconds": durationSeconds, "renewTime": testNow.Add(-renewedAgo).Format(time.RFC3339Nano)}})}, opts...)...)
@@ -138,3 +142,6 @@ func TestLeasesProveAControllerAlive(t *testing.T) {
 		})
 	}
 }
+
+// anyResource is a resource no shipped mapping is restricted to.
+var anyResource = schema.GroupResource{Group: "example.com", Resource: "things"}

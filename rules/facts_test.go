@@ -45,7 +45,7 @@ func TestObjectFacts(t *testing.T) {
 }
 
 func TestControllersGoneIsCheckedAgain(t *testing.T) {
-	mapping, _ := shippedMappings(t).ownerOf(syslogFinalizer)
+	mapping, _ := shippedMappings(t).ownerOf(syslogFinalizer, anyResource)
 	fact := controllersGone(viewWith(Coverage{}), mapping)
 	var read []string
 	for _, r := range fact.Reads() {

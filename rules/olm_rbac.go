@@ -93,7 +93,7 @@ func (OLMRBAC) ReadsContent() []ContentRequest { return workloadContent() }
 // Plan implements Rule.
 func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
-	olm, mapped := r.mappings.ownerOf(csvCleanupFinalizer)
+	olm, mapped := r.mappings.ownerOf(csvCleanupFinalizer, ClusterServiceVersions.GroupResource())
 	var olmStatus *controllerStatus // looked up once, if a CSV is terminating
 	for _, res := range olmRBACResources {
 		for _, obj := range view.List(res.GroupResource()) {

@@ -83,6 +83,8 @@ const (
 	alive
 	scaledDown
 	orphaned
+	// protected: orphaned, but guarding data outside the cluster.
+	protected
 )
 
 // verdict is the decision about one finalizer of one object.
@@ -103,7 +105,7 @@ type verdict struct {
 // status, and the CSVs owning each CRD.
 type planCache struct {
 	view        *View
-	controllers map[string]controllerStatus // by mapping pattern
+	controllers map[string]controllerStatus // by mapping key
 	crds        *crdIndex                   // built on first use
 }
 
@@ -112,10 +114,10 @@ func newPlanCache(view *View) *planCache {
 }
 
 func (f *planCache) controllersOf(mapping *finalizerMapping) controllerStatus {
-	status, ok := f.controllers[mapping.Pattern]
+	status, ok := f.controllers[mapping.key()]
 	if !ok {
 		status = controllersOf(f.view, mapping)
-		f.controllers[mapping.Pattern] = status
+		f.controllers[mapping.key()] = status
 	}
 	return status
 }
@@ -153,9 +155,9 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 
 func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer string) verdict {
 	v := verdict{finalizer: finalizer}
-	if mapping, ok := r.mappings.ownerOf(finalizer); ok {
+	if mapping, ok := r.mappings.ownerOf(finalizer, obj.Resource.GroupResource()); ok {
 		status := cache.controllersOf(mapping)
-		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, mapping.Pattern)}, status.evidence...)
+		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, mapping.key())}, status.evidence...)
 		v.owners = status.names
 		switch status.liveness {
 		case running:
@@ -165,6 +167,10 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 		case gone:
 			v.decision = orphaned
 			v.facts = []Fact{controllersGone(cache.view, mapping)}
+			if mapping.Protect {
+				v.decision, v.facts = protected, nil
+				v.evidence = append(v.evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, mapping.Guards))
+			}
 		}
 	} else {
 		v.decision, v.evidence, v.owners = r.decideByCRD(cache, obj, finalizer)
@@ -303,6 +309,10 @@ func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []v
 			f.DependsOn = append(f.DependsOn, v.dependsOn...)
 			f.Facts = append(f.Facts, v.facts...)
 		}
+	case len(byDecision[protected]) > 0:
+		f.Severity = SeverityWarning
+		f.Reason = fmt.Sprintf("operator gone, but %s guards data outside the cluster: not released; clean up what it guards, then remove it by hand",
+			strings.Join(finalizerNames(byDecision[protected]), ", "))
 	case len(byDecision[scaledDown]) > 0:
 		f.Severity = SeverityWarning
 		f.Reason = fmt.Sprintf("controller scaled to 0; scale it up instead of removing %s: %s",

@@ -47,6 +47,9 @@ type Registration struct {
 // and one line here.
 func Registry() []Registration {
 	return []Registration{
+		// What blocks every namespace deletion or every write of some resources goes first.
+		register(DeadAPIServicesName, NewDeadAPIServices),
+		register(DeadWebhooksName, NewDeadWebhooks),
 		register(OLMRBACName, NewOLMRBAC),
 		register(OrphanedFinalizersName, NewOrphanedFinalizers),
 		register(InstallPlanOwnersName, NewInstallPlanOwners),

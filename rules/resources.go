@@ -21,7 +21,8 @@ var (
 	StatefulSets = known("apps", "v1", "statefulsets", "StatefulSet", true)
 	DaemonSets   = known("apps", "v1", "daemonsets", "DaemonSet", true)
 
-	Leases = known("coordination.k8s.io", "v1", "leases", "Lease", true)
+	Leases         = known("coordination.k8s.io", "v1", "leases", "Lease", true)
+	EndpointSlices = known("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true)
 
 	ClusterRoles        = known("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false)
 	ClusterRoleBindings = known("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false)

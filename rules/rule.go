@@ -86,6 +86,10 @@ type Finding struct {
 	// Held, when set, says why the action must not be taken in this run although the rule
 	// would take it (a zone-wide outage): it is reported as skipped, with this reason.
 	Held *Held
+	// BlockedBy names the objects that keep this one stuck: what is left in a Terminating
+	// namespace, the APIService its deletion cannot discover. Their findings explain it; the
+	// report chains findings by it, root causes first.
+	BlockedBy []ObjectRef
 }
 
 // Held is why a rule holds an action back: a reason, one word ("zone-outage"), and what it is

@@ -24,7 +24,7 @@ var (
 
 	allTestResources = []Resource{ConfigMaps, Namespaces, loggings, Deployments, StatefulSets, DaemonSets, ClusterServiceVersions, CustomResourceDefinitions,
 		Secrets, syslogNGs, widgets, ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ValidatingWebhookConfigurations, MutatingWebhookConfigurations,
-		Subscriptions, InstallPlans, Operators, Pods, Nodes, Leases, Services, ServiceAccounts}
+		Subscriptions, InstallPlans, Operators, Pods, Nodes, Leases, Services, ServiceAccounts, APIServices, EndpointSlices}
 )
 
 // object builds an observed object; uid defaults to resource/namespace/name.

@@ -3,10 +3,13 @@ package rules
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -39,6 +42,7 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	var contents map[string]namespaceContents // counted once, on the first stuck namespace
 	for obj, age := range view.Terminating(r.minAge) {
+		var blockedBy []ObjectRef
 		waitingOn := "waiting on " + strings.Join(obj.Finalizers, ", ")
 		evidence := []string{terminatingSince(obj, age, r.minAge), "finalizers: " + strings.Join(obj.Finalizers, ", ")}
 		if len(obj.Finalizers) == 0 {
@@ -62,26 +66,59 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 			if atLeast != "" {
 				evidence = append(evidence, "not every resource was listed in the namespace: there may be more")
 			}
-			evidence = append(evidence, namespaceConditions(obj)...)
+			conditions, apiServices := namespaceConditions(view, obj)
+			evidence = append(evidence, conditions...)
+			blockedBy = append(apiServices, c.held...)
 		}
 		findings = append(findings, Finding{
-			Severity: SeverityInfo,
-			Object:   obj.Ref(),
-			Reason:   fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn),
-			Evidence: evidence,
+			Severity:  SeverityInfo,
+			Object:    obj.Ref(),
+			Reason:    fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn),
+			Evidence:  evidence,
+			BlockedBy: blockedBy,
 		})
 	}
 	return findings
 }
 
 // namespaceConditions are what the namespace controller says keeps a namespace: its conditions
-// that are True (NamespaceContentRemaining, NamespaceFinalizersRemaining, a discovery failure).
-func namespaceConditions(ns *Object) []string {
-	var out []string
+// that are True (NamespaceContentRemaining and NamespaceFinalizersRemaining, with counts per
+// resource and finalizer; NamespaceDeletionDiscoveryFailure and the other failures); and the
+// APIServices of the group versions whose discovery failed.
+func namespaceConditions(view *View, ns *Object) (evidence []string, apiServices []ObjectRef) {
 	conditions, _, _ := unstructured.NestedSlice(ns.Content, "status", "conditions")
 	for _, c := range conditions {
-		if m, _ := c.(map[string]any); m["status"] == "True" {
-			out = append(out, fmt.Sprintf("namespace condition %v: %v", m["type"], m["message"]))
+		m, _ := c.(map[string]any)
+		if m["status"] != "True" {
+			continue
+		}
+		message, _ := m["message"].(string)
+		evidence = append(evidence, fmt.Sprintf("namespace condition %v: %s", m["type"], message))
+		if m["type"] != "NamespaceDeletionDiscoveryFailure" {
+			continue
+		}
+		for _, gv := range failedGroupVersions(message) {
+			name := gv.Version + "." + gv.Group
+			if service, ok := view.Get(APIServices.GroupResource(), "", name); ok {
+				apiServices = append(apiServices, service.Ref())
+			} else {
+				evidence = append(evidence, fmt.Sprintf("the discovery of %s failed; its APIService %s was not found", gv, name))
+			}
+		}
+	}
+	return evidence, apiServices
+}
+
+// failedGroupVersion finds the group versions in a discovery error as the namespace controller
+// words it: "… unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: the
+// server is currently unable to handle the request" (discovery.ErrGroupDiscoveryFailed).
+var failedGroupVersion = regexp.MustCompile(`(?:^|[:,] )([a-z0-9][a-z0-9.-]*\.[a-z0-9.-]+)/(v[0-9a-z]+): `)
+
+func failedGroupVersions(message string) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	for _, m := range failedGroupVersion.FindAllStringSubmatch(message, -1) {
+		if gv := (schema.GroupVersion{Group: m[1], Version: m[2]}); !slices.Contains(out, gv) {
+			out = append(out, gv)
 		}
 	}
 	return out
@@ -100,7 +137,11 @@ func terminatingSince(obj *Object, age, threshold time.Duration) string {
 		obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), threshold)
 }
 
-type namespaceContents struct{ objects, terminating int }
+type namespaceContents struct {
+	objects, terminating int
+	// held are the terminating objects that wait on a finalizer.
+	held []ObjectRef
+}
 
 // countNamespaceContents counts each object once: Events are served by two API groups.
 func countNamespaceContents(view *View) map[string]namespaceContents {
@@ -115,6 +156,9 @@ func countNamespaceContents(view *View) map[string]namespaceContents {
 		c.objects++
 		if obj.DeletionTimestamp != nil {
 			c.terminating++
+			if len(obj.Finalizers) > 0 {
+				c.held = append(c.held, obj.Ref())
+			}
 		}
 		contents[obj.Namespace] = c
 	}

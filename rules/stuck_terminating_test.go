@@ -19,6 +19,8 @@ func TestStuckTerminating(t *testing.T) {
 		wantNames    []string
 		wantReason   string
 		wantEvidence []string
+		// wantBlockedBy are the names of the objects the only finding names as blocking it.
+		wantBlockedBy []string
 	}{
 		{
 			name:    "an object that is not being deleted is not reported",
@@ -82,6 +84,28 @@ func TestStuckTerminating(t *testing.T) {
 				"no finalizers in metadata",
 				"2 objects remain in the namespace, 1 of them terminating",
 			},
+			wantBlockedBy: []string{"stuck"},
+		},
+		{
+			name: "a namespace whose discovery fails is blocked by the APIServices of the failing group versions",
+			objects: []*Object{
+				object(Namespaces, "", "team-a", terminatingFor(time.Hour), withContent(map[string]any{"status": map[string]any{"conditions": []any{
+					map[string]any{"type": "NamespaceDeletionDiscoveryFailure", "status": "True", "message": "Discovery failed for some groups, 2 failing: unable to retrieve the complete list of server APIs: " +
+						"metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1, packages.operators.coreos.com/v1: the server is currently unable to handle the request"},
+				}}})),
+				object(APIServices, "", "v1.packages.operators.coreos.com"),
+			},
+			wantNames:  []string{"team-a"},
+			wantReason: "terminating for 60m, waiting on its 0 remaining objects (0 terminating)",
+			wantEvidence: []string{
+				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
+				"no finalizers in metadata",
+				"0 objects remain in the namespace, 0 of them terminating",
+				"namespace condition NamespaceDeletionDiscoveryFailure: Discovery failed for some groups, 2 failing: unable to retrieve the complete list of server APIs: " +
+					"metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1, packages.operators.coreos.com/v1: the server is currently unable to handle the request",
+				"the discovery of metrics.k8s.io/v1beta1 failed; its APIService v1beta1.metrics.k8s.io was not found",
+			},
+			wantBlockedBy: []string{"v1.packages.operators.coreos.com"},
 		},
 		{
 			name: "a namespace's Events are counted once, and what was not listed makes it at least",
@@ -117,7 +141,7 @@ func TestStuckTerminating(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			view := NewView(testNow, []Resource{ConfigMaps, Namespaces, loggings, Events, eventsV1}, tt.coverage, tt.objects)
+			view := NewView(testNow, []Resource{ConfigMaps, Namespaces, loggings, Events, eventsV1, APIServices}, tt.coverage, tt.objects)
 			findings := StuckTerminating{minAge: minAge}.Plan(context.Background(), view)
 			var names []string
 			for _, f := range findings {
@@ -129,6 +153,11 @@ func TestStuckTerminating(t *testing.T) {
 			if len(findings) == 1 {
 				assert.Equal(t, tt.wantReason, findings[0].Reason)
 				assert.Equal(t, tt.wantEvidence, findings[0].Evidence)
+				var blockedBy []string
+				for _, ref := range findings[0].BlockedBy {
+					blockedBy = append(blockedBy, ref.Name)
+				}
+				assert.Equal(t, tt.wantBlockedBy, blockedBy)
 			}
 		})
 	}

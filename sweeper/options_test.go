@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 		{"grouping without value", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"region"} }, `--push-grouping "region" is invalid: use label=value`},
 		{"grouping bad label", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"my-region=eu"} }, `--push-grouping "my-region=eu" is invalid`},
 		{"grouping job", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"job=x"} }, `--push-grouping "job=x": job is set already`},
-		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
+		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are dead-apiservices, dead-webhooks, olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestLoadConfigFileErrors(t *testing.T) {
 func TestRuleSet(t *testing.T) {
 	off := false
 	on := true
-	all := []string{"olm-rbac", "orphaned-finalizers", "installplan-owners", "catalog-pods", "operator-leftovers", "stuck-terminating"}
+	all := []string{"dead-apiservices", "dead-webhooks", "olm-rbac", "orphaned-finalizers", "installplan-owners", "catalog-pods", "operator-leftovers", "stuck-terminating"}
 	allButLast := all[:len(all)-1]
 	tests := []struct {
 		name    string
@@ -155,7 +155,7 @@ func TestRuleSet(t *testing.T) {
 	}{
 		{"default runs every rule, in apply order", []string{"*"}, nil, all},
 		{"a negation disables", []string{"-stuck-terminating"}, nil, allButLast},
-		{"only negations keep the rest", []string{"*", "-olm-rbac"}, nil, all[1:]},
+		{"only negations keep the rest", []string{"*", "-dead-apiservices"}, nil, all[1:]},
 		{"names select", []string{"stuck-terminating", "olm-rbac"}, nil, []string{"olm-rbac", "stuck-terminating"}},
 		{"the config file can disable", []string{"*"}, &off, allButLast},
 		{"the config file can enable", []string{"*"}, &on, all},
@@ -192,7 +192,7 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	opts.Finalizers = []rules.FinalizerOwner{custom}
 	set, err := opts.RuleSet()
 	require.NoError(t, err)
-	require.Len(t, set, 6)
+	require.Len(t, set, 8)
 
 	mappings, err := rules.NewFinalizerMappings([]rules.FinalizerOwner{custom})
 	require.NoError(t, err)
@@ -203,6 +203,8 @@ func TestRulesGetTheirSettings(t *testing.T) {
 		return rule
 	}
 	assert.Equal(t, []rules.Rule{
+		must(rules.NewDeadAPIServices(rules.DeadAPIServicesArgs{}, settings)),
+		must(rules.NewDeadWebhooks(rules.DeadWebhooksArgs{}, settings)),
 		must(rules.NewOLMRBAC(rules.OLMRBACArgs{Delete: true}, settings)),
 		must(rules.NewOrphanedFinalizers(rules.OrphanedFinalizersArgs{}, settings)),
 		must(rules.NewInstallPlanOwners(rules.InstallPlanOwnersArgs{}, settings)),

@@ -4,6 +4,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +112,16 @@ func TestREADMEDocumentsEveryRuleSetting(t *testing.T) {
 		}
 	}
 	assert.True(t, documented["finalizers"])
+}
+
+// TestREADMEListsEveryShippedMapping: every shipped controller mapping has a row, which says
+// whether it is protected.
+func TestREADMEListsEveryShippedMapping(t *testing.T) {
+	rows := readmeTable(t, "| finalizer pattern | controllers (any namespace) | Leases (any namespace) | upstream |")
+	for _, owner := range rules.DefaultFinalizerOwners() {
+		i := slices.IndexFunc(rows, func(row []string) bool { return strings.Contains(row[0], "`"+owner.Pattern+"`") })
+		if assert.True(t, i >= 0, "README lists no mapping for %s", owner.Pattern) {
+			assert.Equal(t, owner.Protect, strings.Contains(rows[i][0], "**protected**"), "%s: protected", owner.Pattern)
+		}
+	}
 }

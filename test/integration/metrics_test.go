@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
 )
@@ -69,7 +70,8 @@ func wantSeries(report *sweeper.Report, group map[string]string) (findings, acti
 		return labelString(labels)
 	}
 	findings, actions = map[string]float64{}, map[string]float64{}
-	for _, rule := range []string{"olm-rbac", "orphaned-finalizers", "installplan-owners", "catalog-pods", "operator-leftovers", "stuck-terminating"} {
+	for _, reg := range rules.Registry() { // every rule runs by default
+		rule := reg.Name
 		for _, severity := range []string{"info", "warning"} {
 			findings[key("rule", rule, "severity", severity)] = 0
 		}

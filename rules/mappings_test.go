@@ -1,0 +1,157 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// example makes a concrete name out of a glob: every "*" becomes "x".
+func example(glob string) string { return strings.ReplaceAll(glob, "*", "x") }
+
+// exampleResource is a resource a mapping covers: its first resource glob made concrete, or a
+// custom resource of no operator's.
+func exampleResource(owner FinalizerOwner) Resource {
+	gr := schema.GroupResource{Group: "example.com", Resource: "things"}
+	if len(owner.Resources) > 0 {
+		gr = schema.ParseGroupResource(example(owner.Resources[0]))
+	}
+	return Resource{GroupVersionResource: gr.WithVersion("v1"), Kind: "Thing", Namespaced: true}
+}
+
+// exampleWorkload is a workload c matches, wanting replicas pods.
+func exampleWorkload(t *testing.T, c Controller, replicas int64) *Object {
+	t.Helper()
+	name, podLabels := "workload", map[string]string{}
+	if c.Name != "" {
+		name = c.Name
+	}
+	if c.Selector != "" {
+		selector, err := labels.Parse(c.Selector)
+		require.NoError(t, err)
+		requirements, _ := selector.Requirements()
+		for _, r := range requirements {
+			value := "true"
+			if r.Operator() == selection.Equals || r.Operator() == selection.DoubleEquals || r.Operator() == selection.In {
+				value = r.Values().List()[0]
+			}
+			podLabels[r.Key()] = value
+		}
+	}
+	image := "registry.example.com/unrelated:v1"
+	if c.Image != "" {
+		image = "registry.example.com/" + strings.TrimPrefix(strings.TrimPrefix(c.Image, "*/"), "*") + ":v1"
+	}
+	spec := map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": image}}}}}
+	content := map[string]any{"spec": spec}
+	if c.Kind == "DaemonSet" {
+		content["status"] = map[string]any{"desiredNumberScheduled": replicas}
+	} else {
+		spec["replicas"] = replicas
+	}
+	kv := make([]string, 0, 2*len(podLabels))
+	for k, v := range podLabels {
+		kv = append(kv, k, v)
+	}
+	return object(workloads[c.Kind], "operator-ns", name, withLabels(kv...), withContent(content))
+}
+
+// TestShippedMappings: every shipped mapping, on an object of a kind it covers, holding a finalizer
+// its pattern matches: kept while a controller it names runs or a Lease it names is held, only
+// warned about while scaled to 0, released once gone, or, protected, never released.
+func TestShippedMappings(t *testing.T) {
+	mappings := shippedMappings(t)
+	for _, owner := range DefaultFinalizerOwners() {
+		finalizer, res := example(owner.Pattern), exampleResource(owner)
+		t.Run(owner.Pattern+" "+res.GroupResource().String(), func(t *testing.T) {
+			mapping, ok := mappings.ownerOf(finalizer, res.GroupResource())
+			require.True(t, ok)
+			require.Equal(t, owner.Pattern, mapping.Pattern, "%s on %s is this mapping's", finalizer, res.GroupResource())
+			require.Equal(t, owner.Resources, mapping.Resources)
+			stuck := object(res, "team", "stuck", terminatingFor(time.Hour, finalizer))
+			plan := func(objs ...*Object) Finding {
+				view := NewView(testNow, append(allTestResources, res), Coverage{}, append([]*Object{stuck}, objs...))
+				rule := OrphanedFinalizers{minAge: time.Minute, mappings: mappings}
+				findings := rule.Plan(context.Background(), view)
+				require.Len(t, findings, 1)
+				return findings[0]
+			}
+			for _, c := range owner.Controllers {
+				alive := plan(exampleWorkload(t, c, 1))
+				assert.True(t, strings.HasPrefix(alive.Reason, "owner still present"), "%+v runs: %s", c, alive.Reason)
+				scaled := plan(exampleWorkload(t, c, 0))
+				assert.True(t, strings.HasPrefix(scaled.Reason, "controller scaled to 0"), "%+v scaled to 0: %s", c, scaled.Reason)
+				assert.Nil(t, scaled.Action)
+			}
+			for _, lease := range owner.Leases {
+				held := object(Leases, "kube-system", example(lease), withContent(map[string]any{"spec": map[string]any{
+					"holderIdentity": "pod-1", "leaseDurationSeconds": int64(15), "renewTime": testNow.Add(-5 * time.Second).Format(time.RFC3339Nano)}}))
+				f := plan(held)
+				assert.True(t, strings.HasPrefix(f.Reason, "owner still present"), "Lease %s held: %s", example(lease), f.Reason)
+			}
+			gone := plan()
+			if owner.Protect {
+				assert.Equal(t, fmt.Sprintf("operator gone, but %s guards data outside the cluster: not released; clean up what it guards, then remove it by hand", finalizer), gone.Reason)
+				assert.Nil(t, gone.Action, "never released")
+				assert.Contains(t, gone.Evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, owner.Guards))
+				assert.Equal(t, SeverityWarning, gone.Severity)
+			} else {
+				assert.Equal(t, RemoveFinalizers{Finalizers: []string{finalizer}}, gone.Action, gone.Reason)
+				assert.NotEmpty(t, gone.Facts)
+			}
+		})
+	}
+}
+
+// TestShippedMappingsAreGranted: what orphaned-finalizers may release, it may patch.
+func TestShippedMappingsAreGranted(t *testing.T) {
+	for _, owner := range DefaultFinalizerOwners() {
+		if owner.Protect || len(owner.Resources) == 0 {
+			continue
+		}
+		for _, glob := range owner.Resources {
+			gr := schema.ParseGroupResource(example(glob))
+			granted := false
+			for _, rule := range finalizerResources {
+				if rule.APIGroups[0] == gr.Group && (rule.Resources[0] == "*" || strings.Contains(" "+strings.Join(rule.Resources, " ")+" ", " "+gr.Resource+" ")) {
+					granted = true
+				}
+			}
+			assert.True(t, granted, "%s (%s) is not in finalizerResources", gr, owner.Pattern)
+		}
+	}
+}
+
+func TestFluxFinalizersGoToTheControllerOfTheirGroup(t *testing.T) {
+	mappings := shippedMappings(t)
+	for resource, controller := range map[string]string{
+		"gitrepositories.source.toolkit.fluxcd.io":        "source-controller",
+		"helmcharts.source.toolkit.fluxcd.io":             "source-controller",
+		"kustomizations.kustomize.toolkit.fluxcd.io":      "kustomize-controller",
+		"helmreleases.helm.toolkit.fluxcd.io":             "helm-controller",
+		"receivers.notification.toolkit.fluxcd.io":        "notification-controller",
+		"imagepolicies.image.toolkit.fluxcd.io":           "image-reflector-controller",
+		"imageupdateautomations.image.toolkit.fluxcd.io":  "image-automation-controller",
+		"artifactgenerators.source.extensions.fluxcd.io/": "source-watcher",
+	} {
+		gr := schema.ParseGroupResource(strings.TrimSuffix(resource, "/"))
+		finalizer := "finalizers.fluxcd.io"
+		if controller == "source-watcher" {
+			finalizer = "source.extensions.fluxcd.io/finalizer"
+		}
+		mapping, ok := mappings.ownerOf(finalizer, gr)
+		if assert.True(t, ok, resource) {
+			assert.Equal(t, "app="+controller, mapping.Controllers[0].Selector, resource)
+		}
+	}
+	_, ok := mappings.ownerOf("finalizers.fluxcd.io", schema.GroupResource{Group: "example.com", Resource: "things"})
+	assert.False(t, ok, "Flux's finalizer on a kind Flux does not own is no Flux controller's")
+}
