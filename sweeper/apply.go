@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +89,9 @@ type Result struct {
 	Action rules.Action
 	// Evidence are the live re-checks of the facts the action rested on.
 	Evidence []string
+	// BlockedBy are objects found to block the action: the webhook configuration whose webhook
+	// refused the write.
+	BlockedBy []rules.ObjectRef
 }
 
 func skipped(reason Reason, format string, args ...any) Result {
@@ -137,6 +141,9 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	}
 
 	res, acted := a.apply(ctx, rule, view, obj, f)
+	if res.Outcome == OutcomeFailed {
+		blamed(view, &res)
+	}
 	if res.Outcome == OutcomeApplied {
 		action := f.Action
 		if res.Action != nil {
@@ -194,6 +201,25 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	}
 	res.Replanned = true
 	return res, obj
+}
+
+// webhookInError finds the admission webhook an API error names: `admission webhook "x.example.com"
+// denied the request: …`, or `failed calling webhook "x.example.com": …`.
+var webhookInError = regexp.MustCompile(`webhook "([^"]+)"`)
+
+// blamed names, in a failed result, the webhook configuration whose webhook refused the write or
+// could not be called, and links to it: its dead-webhooks finding says why.
+func blamed(view *rules.View, res *Result) {
+	m := webhookInError.FindStringSubmatch(res.Detail)
+	if m == nil {
+		return
+	}
+	config, ok := rules.WebhookConfiguration(view, m[1])
+	if !ok {
+		return
+	}
+	res.Detail = fmt.Sprintf("refused by webhook %s of %s %s: %s", m[1], config.Resource.Kind, config.Name, res.Detail)
+	res.BlockedBy = append(res.BlockedBy, config.Ref())
 }
 
 // vetted reports whether vet lets f's action be taken, and if not, sets res to why.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,5 +77,32 @@ func TestMayHaveLostRace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, mayHaveLostRace(tt.err))
 		})
+	}
+}
+
+func TestBlamedWebhook(t *testing.T) {
+	config := &rules.Object{Resource: rules.ValidatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "cfg"},
+		Content: map[string]any{"webhooks": []any{map[string]any{"name": "deny.acme.io"}}}}
+	view := rules.NewView(time.Now(), []rules.Resource{rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations}, rules.Coverage{}, []*rules.Object{config})
+	tests := []struct {
+		detail, want string
+		blamed       bool
+	}{
+		{`admission webhook "deny.acme.io" denied the request: finalizers are ours`,
+			`refused by webhook deny.acme.io of ValidatingWebhookConfiguration acme: admission webhook "deny.acme.io" denied the request: finalizers are ours`, true},
+		{`Internal error occurred: failed calling webhook "deny.acme.io": failed to call webhook: Post "https://acme-webhook.acme.svc:443/validate": service "acme-webhook" not found`,
+			`refused by webhook deny.acme.io of ValidatingWebhookConfiguration acme: Internal error occurred: failed calling webhook "deny.acme.io": failed to call webhook: Post "https://acme-webhook.acme.svc:443/validate": service "acme-webhook" not found`, true},
+		{`admission webhook "other.example.com" denied the request: no`, `admission webhook "other.example.com" denied the request: no`, false},
+		{`the server could not find the requested resource`, `the server could not find the requested resource`, false},
+	}
+	for _, tt := range tests {
+		res := failed(ReasonAPIError, "%s", tt.detail)
+		blamed(view, &res)
+		assert.Equal(t, tt.want, res.Detail)
+		if tt.blamed {
+			assert.Equal(t, []rules.ObjectRef{config.Ref()}, res.BlockedBy)
+		} else {
+			assert.Empty(t, res.BlockedBy)
+		}
 	}
 }

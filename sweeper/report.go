@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,7 @@ const (
 )
 
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
-// later rules add findings, never fields.
+// later rules add findings; fields are only ever added, and optional.
 type Report struct {
 	APIVersion string          `json:"apiVersion"`
 	Kind       string          `json:"kind"`
@@ -65,6 +66,11 @@ type Summary struct {
 	Applied  int `json:"applied"`
 	Failed   int `json:"failed"`
 	Skipped  int `json:"skipped"`
+	// StuckNamespaces counts the Terminating namespaces stuck for longer than
+	// --min-terminating-age by root cause: the rule of a finding at the end of a chain of
+	// blockedBy (orphaned-finalizers, dead-apiservices, …), "unexplained" where there is none.
+	// A namespace with several causes counts under each.
+	StuckNamespaces map[string]int `json:"stuckNamespaces,omitempty"`
 }
 
 // FindingResult is a finding and what became of its action. A finding without an action (report
@@ -83,6 +89,8 @@ type FindingResult struct {
 	FailReason Reason `json:"failReason,omitempty"`
 	// Error says it for a human: the error of a failed action, or what the skip reason is about.
 	Error string `json:"error,omitempty"`
+	// BlockedBy are the objects that keep this one stuck; their findings say why.
+	BlockedBy []ObjectSummary `json:"blockedBy,omitempty"`
 }
 
 // ObjectSummary identifies the object of a finding.
@@ -133,19 +141,15 @@ func newReport(start time.Time, opts Options) *Report {
 }
 
 func (r *Report) addFinding(f rules.Finding, res Result) {
-	ref := f.Object
 	fr := FindingResult{
 		Rule:     f.Rule,
 		Severity: f.Severity,
-		Object: ObjectSummary{
-			APIVersion: ref.APIVersion(),
-			Kind:       ref.Kind,
-			Namespace:  ref.Namespace,
-			Name:       ref.Name,
-			UID:        ref.UID,
-		},
+		Object:   summarizeObject(f.Object),
 		Reason:   f.Reason,
 		Evidence: f.Evidence,
+	}
+	for _, ref := range append(slices.Clone(f.BlockedBy), res.BlockedBy...) {
+		fr.BlockedBy = append(fr.BlockedBy, summarizeObject(ref))
 	}
 	if res.Replanned {
 		fr.Evidence = append(slices.Clone(fr.Evidence), "the object changed after it was observed; it was re-read and re-planned before acting")
@@ -179,6 +183,10 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 		}
 	}
 	r.Findings = append(r.Findings, fr)
+}
+
+func summarizeObject(ref rules.ObjectRef) ObjectSummary {
+	return ObjectSummary{APIVersion: ref.APIVersion(), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
 }
 
 func summarizeAction(action rules.Action) *ActionSummary {
@@ -264,8 +272,9 @@ func (r *Report) printTable(w io.Writer) error {
 		fmt.Fprintln(tw, "No findings.")
 	} else {
 		fmt.Fprintln(tw, "RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
-		for _, f := range r.Findings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Rule, f.Object.Kind, f.Object.namespacedName(), f.Action.typeName(), f.outcome(), f.Reason)
+		for _, row := range r.rows() {
+			f := r.Findings[row.finding]
+			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", f.Rule, indent(row.depth), f.Object.Kind, f.Object.namespacedName(), f.Action.typeName(), f.outcome(), f.Reason)
 		}
 	}
 	if len(r.Errors) > 0 {
@@ -280,9 +289,30 @@ func (r *Report) printTable(w io.Writer) error {
 
 func (r *Report) summaryLine() string {
 	s := r.Summary
-	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %d errors; cluster %s, mode %s, %s.",
-		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, len(r.Errors),
+	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %d errors;%s cluster %s, mode %s, %s.",
+		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, len(r.Errors), r.stuckNamespacesLine(),
 		dash(r.Metadata.Cluster), r.Metadata.Mode, r.Metadata.EndTime.Sub(r.Metadata.StartTime.Time).Round(time.Millisecond))
+}
+
+// stuckNamespacesLine is " stuck namespaces by root cause: orphaned-finalizers 2, dead-apiservices 1;",
+// or nothing.
+func (r *Report) stuckNamespacesLine() string {
+	if len(r.Summary.StuckNamespaces) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, cause := range slices.Sorted(maps.Keys(r.Summary.StuckNamespaces)) {
+		parts = append(parts, fmt.Sprintf("%s %d", cause, r.Summary.StuckNamespaces[cause]))
+	}
+	return " stuck namespaces by root cause: " + strings.Join(parts, ", ") + ";"
+}
+
+// indent marks a row below the first of its chain: "└ " one level down, more for each further.
+func indent(depth int) string {
+	if depth == 0 {
+		return ""
+	}
+	return strings.Repeat("  ", depth-1) + "└ "
 }
 
 func (r *Report) printMarkdown(w io.Writer) error {
@@ -295,8 +325,9 @@ func (r *Report) printMarkdown(w io.Writer) error {
 		b.WriteString("No findings.\n")
 	} else {
 		b.WriteString("| rule | severity | object | action | outcome | reason | evidence |\n|---|---|---|---|---|---|---|\n")
-		for _, f := range r.Findings {
-			fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, md(f.Object.Kind), md(f.Object.namespacedName()),
+		for _, row := range r.rows() {
+			f := r.Findings[row.finding]
+			fmt.Fprintf(&b, "| %s | %s | %s%s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(f.Object.namespacedName()),
 				md(f.Action.typeName()), md(f.outcome()), md(f.Reason), md(strings.Join(f.Evidence, "; ")))
 		}
 	}

@@ -32,44 +32,54 @@ type Streams struct {
 // an error wrapping ErrIncomplete when a stage or an action failed, and ErrFindings when findings
 // are present and --fail-on-findings is set; the report is printed in both latter cases.
 func Run(ctx context.Context, opts Options, streams Streams) error {
-	if err := opts.Validate(); err != nil {
+	engine, runCtx, cancel, err := connect(ctx, &opts, streams)
+	if err != nil {
 		return err
 	}
-	logger := newLogger(opts, streams.Err)
+	defer cancel()
+	report := engine.Run(runCtx)
+	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
+	return opts.finish(ctx, report, enabledNames(engine.Rules), streams.Out, engine.Logger)
+}
+
+// connect validates opts, connects to the cluster and builds the engine, with the context of the
+// run (--timeout) and its cancel function. opts.Cluster is set from the kubeconfig if empty.
+func connect(ctx context.Context, opts *Options, streams Streams) (*Engine, context.Context, context.CancelFunc, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	logger := newLogger(*opts, streams.Err)
 	// client-go logs through klog; route it to the same structured log.
 	klog.SetSlogLogger(logger)
 	ruleSet, err := opts.RuleSet()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	config, cluster, err := LoadRESTConfig(opts.Kubeconfig, opts.Context)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if opts.Cluster == "" {
 		opts.Cluster = cluster
 	}
-	runCtx := ctx
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if opts.Timeout.Duration > 0 {
-		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(ctx, opts.Timeout.Duration)
-		defer cancel()
 	}
-	clients, err := NewClients(config, opts, logger)
+	clients, err := NewClients(config, *opts, logger)
 	if err != nil {
-		return &InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
+		cancel()
+		return nil, nil, nil, &InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
 	}
 	if err := clients.Ping(runCtx, config.Host); err != nil {
-		return err
+		cancel()
+		return nil, nil, nil, err
 	}
-
-	engine := &Engine{Options: opts, Clients: clients, Rules: ruleSet, Logger: logger}
+	engine := &Engine{Options: *opts, Clients: clients, Rules: ruleSet, Logger: logger}
 	if f, ok := streams.Err.(*os.File); ok && opts.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
 		engine.Progress = f
 	}
-	report := engine.Run(runCtx)
-	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
-	return opts.finish(ctx, report, enabledNames(ruleSet), streams.Out, logger)
+	return engine, runCtx, cancel, nil
 }
 
 // finish pushes the metrics, prints the report and writes the report file, and says how the run
@@ -145,7 +155,10 @@ func (e *Engine) Run(ctx context.Context) *Report {
 		e.Clock = e.Clients.Clock()
 	}
 	report := newReport(e.Clock.Now(), e.Options)
-	defer func() { report.Metadata.EndTime = metav1.NewTime(e.Clock.Now()) }()
+	defer func() {
+		report.countStuckNamespaces()
+		report.Metadata.EndTime = metav1.NewTime(e.Clock.Now())
+	}()
 
 	inv, err := e.inventory(ctx)
 	report.Errors = append(report.Errors, inv.problems...)

@@ -16,20 +16,43 @@ var errVersion = errors.New("version requested")
 // pushgatewayURLEnv names the environment variable the CronJob's Pushgateway overlay sets.
 const pushgatewayURLEnv = "SWEEPER_PUSHGATEWAY_URL"
 
-// parseOptions turns the command line into Options. Flags override the environment, which
+// parseOptions turns the command line of a sweep into Options.
+func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
+	opts, fs, err := parseWith(args, nil)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, or explain TYPE/NAME", fs.Arg(0))
+	}
+	return opts, fs, err
+}
+
+// parseExplain turns the command line of `explain TYPE/NAME [-n NAMESPACE]` into Options and
+// its target.
+func parseExplain(args []string) (sweeper.Options, sweeper.Target, *pflag.FlagSet, error) {
+	var namespace string
+	opts, fs, err := parseWith(args, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&namespace, "namespace", "n", "", "The namespace of the object, if its TYPE is namespaced.")
+	})
+	if err != nil {
+		return opts, sweeper.Target{}, fs, err
+	}
+	if fs.NArg() != 1 {
+		return opts, sweeper.Target{}, fs, fmt.Errorf("explain takes one object, as TYPE/NAME (namespace/logging, apiservice/v1.packages.operators.coreos.com); got %d arguments", fs.NArg())
+	}
+	target, err := sweeper.ParseTarget(fs.Arg(0), namespace)
+	return opts, target, fs, err
+}
+
+// parseWith parses the flags, and those extra adds. Flags override the environment, which
 // overrides the --config file: a first parse finds --config, then the file is read onto the
 // defaults, the environment onto that, and the flags are parsed once more on top.
-func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
+func parseWith(args []string, extra func(*pflag.FlagSet)) (sweeper.Options, *pflag.FlagSet, error) {
 	opts := sweeper.DefaultOptions()
-	fs, showVersion := newFlagSet(&opts)
+	fs, showVersion := newFlagSet(&opts, extra)
 	if err := fs.Parse(args); err != nil {
 		return opts, fs, err
 	}
 	if *showVersion {
 		return opts, fs, errVersion
-	}
-	if fs.NArg() > 0 {
-		return opts, fs, fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only", fs.Arg(0))
 	}
 	base := sweeper.DefaultOptions()
 	if opts.ConfigFile != "" {
@@ -41,7 +64,7 @@ func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 	if url, ok := os.LookupEnv(pushgatewayURLEnv); ok && url != "" {
 		base.PushgatewayURL = url
 	}
-	fs, _ = newFlagSet(&base)
+	fs, _ = newFlagSet(&base, extra)
 	if err := fs.Parse(args); err != nil {
 		return base, fs, err
 	}
@@ -49,10 +72,13 @@ func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 }
 
 // newFlagSet binds every flag to o; the defaults shown are o's current values.
-func newFlagSet(o *sweeper.Options) (*pflag.FlagSet, *bool) {
+func newFlagSet(o *sweeper.Options, extra func(*pflag.FlagSet)) (*pflag.FlagSet, *bool) {
 	fs := pflag.NewFlagSet("operator-sweeper", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed once, by run
 	fs.SortFlags = false
+	if extra != nil {
+		extra(fs)
+	}
 	o.AddFlags(fs)
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	return fs, showVersion

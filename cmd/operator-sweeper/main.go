@@ -38,12 +38,26 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
-// run is main without the process: flags → Options → sweeper.Run → exit code.
+// run is main without the process: flags → Options → sweeper.Run (or sweeper.Explain) → exit
+// code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, fs, err := parseOptions(args)
+	usage := "Usage: operator-sweeper [flags]\n       operator-sweeper explain TYPE/NAME [-n NAMESPACE] [flags]"
+	streams := sweeper.Streams{Out: stdout, Err: stderr}
+	var opts sweeper.Options
+	var fs *pflag.FlagSet
+	var err error
+	var sweep func(sweeper.Options) error
+	if len(args) > 0 && args[0] == "explain" {
+		var target sweeper.Target
+		opts, target, fs, err = parseExplain(args[1:])
+		sweep = func(opts sweeper.Options) error { return sweeper.Explain(ctx, opts, target, streams) }
+	} else {
+		opts, fs, err = parseOptions(args)
+		sweep = func(opts sweeper.Options) error { return sweeper.Run(ctx, opts, streams) }
+	}
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "Usage: operator-sweeper [flags]\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(stdout, "%s\n\n%s", usage, fs.FlagUsages())
 		return exitOK
 	case errors.Is(err, errVersion):
 		fmt.Fprintf(stdout, "operator-sweeper %s (commit %s)\n", version, commit)
@@ -54,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts.Version = version
 
-	err = sweeper.Run(ctx, opts, sweeper.Streams{Out: stdout, Err: stderr})
+	err = sweep(opts)
 	if err == nil {
 		return exitOK
 	}

@@ -65,7 +65,7 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		}
 	}
 
-	fs, _ := newFlagSet(new(sweeper.DefaultOptions()))
+	fs, _ := newFlagSet(new(sweeper.DefaultOptions()), nil)
 	fs.VisitAll(func(f *pflag.Flag) {
 		row, ok := byFlag["--"+f.Name]
 		if !assert.True(t, ok, "README documents no --%s", f.Name) {

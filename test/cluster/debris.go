@@ -22,8 +22,25 @@ metadata: {name: checkout-settings, namespace: NAMESPACE, finalizers: [shop.exam
 data: {currency: EUR}
 `
 
-// SeedDemo seeds every field case, with OLM and logging-operator uninstalled, and an object whose
-// finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of one
+// PackageServerAPIService is the APIService OLM registers for its packageserver, as an uninstall
+// that removed OLM's namespace content leaves it: its Service olm/packageserver-service is gone.
+const PackageServerAPIService = `
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1.packages.operators.coreos.com
+  labels: {olm.owner: packageserver, olm.owner.namespace: olm, olm.owner.kind: ClusterServiceVersion}
+spec:
+  group: packages.operators.coreos.com
+  version: v1
+  service: {namespace: olm, name: packageserver-service, port: 5443}
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 2000
+  versionPriority: 15
+`
+
+// SeedDemo seeds every field case, with OLM and logging-operator uninstalled, OLM's packageserver
+// APIService left behind, and an object whose finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of one
 // second, which SeedDemo waits out (AgeDebris), so that the demo can run with --catalog-pod-slack=0s.
 func SeedDemo(ctx context.Context, c *Cluster) error {
 	ns := DemoNamespaces
@@ -46,6 +63,9 @@ func SeedDemo(ctx context.Context, c *Cluster) error {
 	}
 	if _, err := c.Terminate(ctx, Fill(unknownOwner, ns.Unknown)); err != nil {
 		return fmt.Errorf("seed an object of unknown owner: %w", err)
+	}
+	if _, err := c.Create(ctx, PackageServerAPIService); err != nil {
+		return fmt.Errorf("seed OLM's packageserver APIService: %w", err)
 	}
 	AgeDebris() // past the CatalogSource pods' grace period too
 	return nil

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
@@ -107,23 +108,35 @@ var young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--mi
 // the shipped config, young, and args.
 func sweep(t *testing.T, args ...string) *sweeper.Report {
 	t.Helper()
-	return sweepConfigured(t, "", nil, args...)
+	return sweepConfigured(t, nil, args...)
 }
 
-// sweepConfigured is sweep with the shipped config's rules.operator-leftovers.delete replaced by
-// leftovers, if not empty, and grant added to the ClusterRole, as the config's comment says.
-func sweepConfigured(t *testing.T, leftovers string, grant map[string]any, args ...string) *sweeper.Report {
+// optIn changes the shipped config as its comments say: rules.<Rule>.delete set to Delete, and
+// Grant added to the ClusterRole.
+type optIn struct {
+	Rule   string
+	Delete any
+	Grant  map[string]any
+}
+
+// sweepConfigured is sweep with the shipped config changed by optIn, if not nil.
+func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *sweeper.Report {
 	t.Helper()
 	base := deploy.Render(t, "base")
-	config := deploy.Find(t, base, "ConfigMap", "operator-sweeper-config")
-	if leftovers != "" {
+	if optIn != nil {
+		config := deploy.Find(t, base, "ConfigMap", "operator-sweeper-config")
 		data, _, _ := unstructured.NestedString(config.Object, "data", "config.yaml")
-		require.Contains(t, data, "    delete: []\n")
-		require.NoError(t, unstructured.SetNestedField(config.Object, strings.Replace(data, "    delete: []\n", "    "+leftovers+"\n", 1), "data", "config.yaml"))
-		role := deploy.Find(t, base, "ClusterRole", "operator-sweeper")
-		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-		rules = append(rules, grant)
-		require.NoError(t, unstructured.SetNestedSlice(role.Object, rules, "rules"))
+		var parsed map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(data), &parsed))
+		require.NoError(t, unstructured.SetNestedField(parsed, optIn.Delete, "rules", optIn.Rule, "delete"))
+		changed, err := yaml.Marshal(parsed)
+		require.NoError(t, err)
+		require.NoError(t, unstructured.SetNestedField(config.Object, string(changed), "data", "config.yaml"))
+		if optIn.Grant != nil {
+			role := deploy.Find(t, base, "ClusterRole", "operator-sweeper")
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			require.NoError(t, unstructured.SetNestedSlice(role.Object, append(rules, optIn.Grant), "rules"))
+		}
 	}
 	deploy.Apply(t, testCluster, base, false)
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
 
 // TestStuckNamespace: `helm uninstall` of logging-operator, then the deletion of its namespace
@@ -33,6 +38,13 @@ func TestStuckNamespace(t *testing.T) {
 			return c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue
 		})
 	})
+
+	explained := explain(t, "namespace/"+ns)
+	assert.Contains(t, explained, "Namespace "+ns+"\n")
+	assert.Contains(t, explained, "\n  blocked by:\n    ")
+	assert.Contains(t, explained, "\n    SyslogNGConfig "+ns+"/syslog-ng\n")
+	assert.Contains(t, explained, "orphaned-finalizers (warning): operator gone; releasing syslogngconfig.logging.banzaicloud.io/finalizer")
+	assert.Contains(t, explained, "with --dry-run=none: RemoveFinalizers, would be applied")
 
 	report := sweep(t)
 
@@ -61,4 +73,85 @@ func TestStuckNamespace(t *testing.T) {
 		assert.Nil(t, current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
 	}
 	assert.Empty(t, actedOn(sweep(t), ns), "nothing left to do")
+}
+
+// TestNamespaceStuckOnDeadAPIService: OLM uninstalled, its packageserver's APIService left
+// behind. The real namespace controller cannot discover packages.operators.coreos.com/v1, so a
+// namespace deletion hangs (NamespaceDeletionDiscoveryFailure). The report chains the namespace
+// to the APIService, and so does explain; opted in, the sweeper deletes the APIService, and the
+// namespace controller finishes.
+func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
+	setUpOnce(t)
+	ctx := context.Background()
+	uninstallOLM(t)
+	api, err := testCluster.Create(ctx, cluster.PackageServerAPIService)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = testCluster.Delete(ctx, api[0]) })
+	ns := newNamespace(t, "dead-api")
+	_, err = testCluster.Create(ctx, cluster.Fill(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: NAMESPACE}}`, ns))
+	require.NoError(t, err)
+	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	eventually(t, 2*time.Minute, "the namespace controller cannot discover packages.operators.coreos.com/v1", func() bool {
+		namespace, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		require.NoError(t, err)
+		return slices.ContainsFunc(namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
+			return c.Type == corev1.NamespaceDeletionDiscoveryFailure && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "packages.operators.coreos.com/v1")
+		})
+	})
+
+	explained := explain(t, "namespace/"+ns)
+	assert.Contains(t, explained, "Namespace "+ns+"\n")
+	assert.Contains(t, explained, "  blocked by:\n    APIService v1.packages.operators.coreos.com\n")
+	assert.Contains(t, explained, "with --dry-run=none: Delete, would be skipped (opt-in)")
+
+	report := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true,
+		Grant: map[string]any{"apiGroups": []any{"apiregistration.k8s.io"}, "resources": []any{"apiservices"}, "verbs": []any{"get", "delete"}}})
+
+	stuck := findingAbout(report, "stuck-terminating", namespaceObject(ns))
+	require.NotNil(t, stuck, "the namespace is reported")
+	assert.Contains(t, blockers(stuck), "APIService v1.packages.operators.coreos.com", "chained to the APIService")
+	dead := findingAbout(report, "dead-apiservices", api[0])
+	require.NotNil(t, dead, "the APIService is reported")
+	assert.Equal(t, sweeper.OutcomeApplied, dead.Outcome, "%s %s", dead.Reason, dead.Error)
+	assert.Contains(t, dead.Evidence, "blocks the deletion of namespaces "+ns+" (condition NamespaceDeletionDiscoveryFailure)")
+	assert.GreaterOrEqual(t, report.Summary.StuckNamespaces["dead-apiservices"], 1)
+	eventually(t, 2*time.Minute, "the namespace controller finishes", func() bool {
+		_, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// namespaceObject is a Namespace as the report helpers take it.
+func namespaceObject(name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("v1")
+	obj.SetKind("Namespace")
+	obj.SetName(name)
+	return obj
+}
+
+// blockers are the objects a finding names as blocking it, as "Kind namespace/name".
+func blockers(f *sweeper.FindingResult) []string {
+	var out []string
+	for _, b := range f.BlockedBy {
+		out = append(out, strings.TrimSpace(b.Kind+" "+strings.TrimPrefix(b.Namespace+"/"+b.Name, "/")))
+	}
+	return out
+}
+
+// explain runs `operator-sweeper explain target` as the shipped ServiceAccount, with the shipped
+// config, and returns what it prints.
+func explain(t *testing.T, target string) string {
+	t.Helper()
+	base := deploy.Render(t, "base")
+	deploy.Apply(t, testCluster, base, false)
+	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
+	args := slices.Concat([]string{"explain", target}, deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
+	out, err := exec.Command(sweeperBinary, args...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("explain %s: %v\n%s", target, err, exit.Stderr)
+	}
+	require.NoError(t, err)
+	return string(out)
 }

@@ -165,10 +165,10 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 		plans, err := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(plans.Items) == 0
 	})
-	optedIn := `delete: [ClusterServiceVersion.operators.coreos.com, Operator.operators.coreos.com]`
-	grant := map[string]any{"apiGroups": []any{"operators.coreos.com"}, "resources": []any{"clusterserviceversions", "operators"}, "verbs": []any{"get", "delete"}}
+	optedIn := &optIn{Rule: "operator-leftovers", Delete: []any{"ClusterServiceVersion.operators.coreos.com", "Operator.operators.coreos.com"},
+		Grant: map[string]any{"apiGroups": []any{"operators.coreos.com"}, "resources": []any{"clusterserviceversions", "operators"}, "verbs": []any{"get", "delete"}}}
 
-	report := sweepConfigured(t, optedIn, grant)
+	report := sweepConfigured(t, optedIn)
 
 	f := findingAbout(report, "operator-leftovers", csv)
 	require.NotNil(t, f, "the CSV is reported")
@@ -186,7 +186,7 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	operator.SetName(cluster.DemoPackage + "." + ns)
 	require.NotNil(t, current(t, operator), "OLM keeps the Operator object")
 
-	report = sweepConfigured(t, optedIn, grant)
+	report = sweepConfigured(t, optedIn)
 
 	f = findingAbout(report, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")

@@ -1,0 +1,123 @@
+package sweeper
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+// causeUnexplained counts a stuck namespace no finding explains.
+const causeUnexplained = "unexplained"
+
+// chains links the findings by blockedBy: an object's blockers are the objects its findings name
+// that have findings of their own.
+type chains struct {
+	findings map[types.UID][]int // the findings about each object, in report order
+	blockers map[types.UID][]types.UID
+	blocked  map[types.UID]bool // blocked by an object with findings
+	blocking map[types.UID]bool // blocks an object with findings
+}
+
+func (r *Report) chains() chains {
+	c := chains{findings: map[types.UID][]int{}, blockers: map[types.UID][]types.UID{}, blocked: map[types.UID]bool{}, blocking: map[types.UID]bool{}}
+	for i, f := range r.Findings {
+		c.findings[f.Object.UID] = append(c.findings[f.Object.UID], i)
+	}
+	for i, f := range r.Findings {
+		for _, b := range f.BlockedBy {
+			if _, known := c.findings[b.UID]; known && b.UID != f.Object.UID && !slices.Contains(c.blockers[f.Object.UID], b.UID) {
+				c.blockers[f.Object.UID] = append(c.blockers[f.Object.UID], b.UID)
+				c.blocked[r.Findings[i].Object.UID], c.blocking[b.UID] = true, true
+			}
+		}
+	}
+	return c
+}
+
+// row is a finding of the table, and how deep in its chain it is.
+type row struct {
+	finding, depth int
+}
+
+// rows orders the findings for the table: each chain once, from the object stuck at its top
+// (a Terminating namespace) down to the root causes, the findings of an object together; then
+// the findings in no chain, in report order.
+func (r *Report) rows() []row {
+	c := r.chains()
+	var rows []row
+	shown := map[types.UID]bool{}
+	var walk func(uid types.UID, depth int)
+	walk = func(uid types.UID, depth int) {
+		if shown[uid] {
+			return
+		}
+		shown[uid] = true
+		for _, i := range c.findings[uid] {
+			rows = append(rows, row{i, depth})
+		}
+		for _, b := range c.blockers[uid] {
+			walk(b, depth+1)
+		}
+	}
+	for _, f := range r.Findings {
+		if uid := f.Object.UID; c.blocked[uid] && !c.blocking[uid] {
+			walk(uid, 0)
+		}
+	}
+	for i, f := range r.Findings {
+		if !shown[f.Object.UID] {
+			rows = append(rows, row{i, 0})
+		}
+	}
+	return rows
+}
+
+// causes are the rules of the findings at the ends of the chains below an object: what is
+// stuck because of them.
+func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []string {
+	if seen[uid] {
+		return nil
+	}
+	seen[uid] = true
+	if len(c.blockers[uid]) == 0 {
+		var rulesOf []string
+		for _, i := range c.findings[uid] {
+			if rule := r.Findings[i].Rule; rule != rules.StuckTerminatingName && !slices.Contains(rulesOf, rule) {
+				rulesOf = append(rulesOf, rule)
+			}
+		}
+		return rulesOf
+	}
+	var out []string
+	for _, b := range c.blockers[uid] {
+		for _, cause := range c.causes(r, b, seen) {
+			if !slices.Contains(out, cause) {
+				out = append(out, cause)
+			}
+		}
+	}
+	return out
+}
+
+// countStuckNamespaces fills Summary.StuckNamespaces.
+func (r *Report) countStuckNamespaces() {
+	c := r.chains()
+	counts := map[string]int{}
+	for _, f := range r.Findings {
+		if f.Rule != rules.StuckTerminatingName || f.Object.Kind != rules.Namespaces.Kind || f.Object.APIVersion != "v1" {
+			continue
+		}
+		causes := c.causes(r, f.Object.UID, map[types.UID]bool{})
+		if len(causes) == 0 {
+			causes = []string{causeUnexplained}
+		}
+		for _, cause := range causes {
+			counts[cause]++
+		}
+	}
+	if len(counts) > 0 {
+		r.Summary.StuckNamespaces = counts
+	}
+}
