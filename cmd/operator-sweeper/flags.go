@@ -25,21 +25,24 @@ func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 	return opts, fs, err
 }
 
-// parseExplain turns the command line of `explain TYPE/NAME [-n NAMESPACE]` into Options and
-// its target.
-func parseExplain(args []string) (sweeper.Options, sweeper.Target, *pflag.FlagSet, error) {
+// parseExplain turns the command line of `explain TYPE/NAME [-n NAMESPACE]`, flags anywhere, into
+// Options and its target. It reports false if the command line is not explain's.
+func parseExplain(args []string) (sweeper.Options, sweeper.Target, *pflag.FlagSet, bool, error) {
 	var namespace string
 	opts, fs, err := parseWith(args, func(fs *pflag.FlagSet) {
 		fs.StringVarP(&namespace, "namespace", "n", "", "The namespace of the object, if its TYPE is namespaced.")
 	})
+	if fs.Arg(0) != "explain" {
+		return opts, sweeper.Target{}, fs, false, nil
+	}
 	if err != nil {
-		return opts, sweeper.Target{}, fs, err
+		return opts, sweeper.Target{}, fs, true, err
 	}
-	if fs.NArg() != 1 {
-		return opts, sweeper.Target{}, fs, fmt.Errorf("explain takes one object, as TYPE/NAME (namespace/logging, apiservice/v1.packages.operators.coreos.com); got %d arguments", fs.NArg())
+	if fs.NArg() != 2 {
+		return opts, sweeper.Target{}, fs, true, fmt.Errorf("explain takes one object, as TYPE/NAME (namespace/logging, apiservice/v1.packages.operators.coreos.com); got %d arguments", fs.NArg()-1)
 	}
-	target, err := sweeper.ParseTarget(fs.Arg(0), namespace)
-	return opts, target, fs, err
+	target, err := sweeper.ParseTarget(fs.Arg(1), namespace)
+	return opts, target, fs, true, err
 }
 
 // parseWith parses the flags, and those extra adds. Flags override the environment, which

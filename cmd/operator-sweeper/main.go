@@ -47,9 +47,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var fs *pflag.FlagSet
 	var err error
 	var sweep func(sweeper.Options) error
-	if len(args) > 0 && args[0] == "explain" {
-		var target sweeper.Target
-		opts, target, fs, err = parseExplain(args[1:])
+	var target sweeper.Target
+	var explain bool
+	if opts, target, fs, explain, err = parseExplain(args); explain {
 		sweep = func(opts sweeper.Options) error { return sweeper.Explain(ctx, opts, target, streams) }
 	} else {
 		opts, fs, err = parseOptions(args)

@@ -144,3 +144,42 @@ rules:
 	require.Len(t, findings, 1, "the flag's exclusions replace the file's")
 	assert.Equal(t, "ConfigMap", findings[0].Object.Kind)
 }
+
+// TestBinaryExplain: explain takes TYPE/NAME as kubectl does, flags before or after; prints the
+// chain through the object, or exits 2 with one line for an object it cannot find.
+func TestBinaryExplain(t *testing.T) {
+	ns := newNamespace(t)
+	terminate(t, ns, stuckPair)
+
+	stdout, stderr, code := runBinary(t, "explain", "syslogngconfig.logging.banzaicloud.io/stuck", "-n", ns, "--min-terminating-age=0s")
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "SyslogNGConfig "+ns+"/stuck\n"), stdout)
+	assert.Contains(t, stdout, "  orphaned-finalizers (warning): operator gone; releasing syslogngconfig.logging.banzaicloud.io/finalizer\n")
+	assert.Contains(t, stdout, "    with --dry-run=none: RemoveFinalizers, would be applied\n")
+	assert.NotContains(t, stdout, "ConfigMap", "only the chain through the object")
+
+	stdout, stderr, code = runBinary(t, "--min-terminating-age=0s", "-o", "json", "explain", "cm/stuck", "--namespace", ns)
+	require.Equal(t, 0, code, stderr)
+	var report sweeper.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
+	require.NotEmpty(t, report.Findings)
+	for _, f := range report.Findings {
+		assert.Equal(t, "ConfigMap", f.Object.Kind)
+	}
+	assert.Equal(t, len(report.Findings), report.Summary.Findings)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "namespace/no-such-namespace"}, `error: explain namespace/no-such-namespace: namespaces "no-such-namespace" not found`},
+		{[]string{"explain", "gizmo/x"}, `error: explain gizmo/x: the server has no resource type "gizmo"`},
+		{[]string{"explain", "configmap/stuck"}, "error: explain configmap/stuck: configmaps is namespaced: give its namespace with -n"},
+	} {
+		stdout, stderr, code := runBinary(t, tt.args...)
+		assert.Equal(t, 2, code, "%v: %s", tt.args, stderr)
+		assert.Empty(t, stdout)
+		assert.True(t, strings.HasPrefix(stderr, tt.want), "%v: %s", tt.args, stderr)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+	}
+}
