@@ -86,7 +86,8 @@ func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error
 		m.mappings = append(m.mappings, compiled)
 	}
 	for i, owner := range DefaultFinalizerOwners() {
-		if slices.ContainsFunc(configured, func(c FinalizerOwner) bool { return c.Pattern == owner.Pattern }) {
+		shipped := finalizerMapping{FinalizerOwner: owner}
+		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == shipped.key() }) {
 			continue
 		}
 		compiled, err := compileMapping(fmt.Sprintf("shipped mapping %d", i), owner)
@@ -172,6 +173,17 @@ func (m FinalizerMappings) Owners() []FinalizerOwner {
 func (m FinalizerMappings) ownerOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
 	for i := range m.mappings {
 		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok && m.mappings[i].covers(resource) { // validated
+			return &m.mappings[i], true
+		}
+	}
+	return nil, false
+}
+
+// protectorOf returns the first protected mapping that matches the finalizer on an object of
+// resource: a configured mapping checked before it cannot unprotect what it guards.
+func (m FinalizerMappings) protectorOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
+	for i := range m.mappings {
+		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok && m.mappings[i].Protect && m.mappings[i].covers(resource) {
 			return &m.mappings[i], true
 		}
 	}

@@ -248,16 +248,18 @@ func conversion(view *View, crd *Object) (Finding, bool) {
 	}, true
 }
 
-// WebhookConfiguration returns the Validating or MutatingWebhookConfiguration in view that has a
-// webhook of that name, if the view holds their webhooks (dead-webhooks reads them).
-func WebhookConfiguration(view *View, webhookName string) (*Object, bool) {
+// WebhookConfigurations returns the Validating and MutatingWebhookConfigurations in view that
+// have a webhook of that name, if the view holds their webhooks (dead-webhooks reads them). Names
+// are unique within a configuration only: there may be several.
+func WebhookConfigurations(view *View, webhookName string) []*Object {
+	var out []*Object
 	for _, res := range webhookConfigurations {
 		for _, config := range view.List(res.GroupResource()) {
 			hooks, _, _ := unstructured.NestedSlice(config.Content, "webhooks")
 			if slices.ContainsFunc(hooks, func(h any) bool { hook, _ := h.(map[string]any); return hook["name"] == webhookName }) {
-				return config, true
+				out = append(out, config)
 			}
 		}
 	}
-	return nil, false
+	return out
 }

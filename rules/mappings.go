@@ -15,10 +15,18 @@ import (
 func DefaultFinalizerOwners() []FinalizerOwner {
 	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
 	catalogd := FinalizerOwner{Controllers: []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}, Leases: []string{"catalogd-operator-lock"}}
-	argoApplicationController := []Controller{
+	// Argo CD's components share one image, so any of them running keeps its finalizers; the
+	// labels differ between the upstream manifests and chart (app.kubernetes.io/name) and
+	// argocd-operator, OpenShift GitOps among them (<instance>-application-controller, with
+	// component and part-of).
+	argoImages := []Controller{{Kind: "StatefulSet", Image: "*/argocd"}, {Kind: "Deployment", Image: "*/argocd"},
+		{Kind: "StatefulSet", Image: "*argocd-rhel*"}, {Kind: "Deployment", Image: "*argocd-rhel*"}}
+	argoApplicationController := append([]Controller{
 		{Kind: "StatefulSet", Selector: "app.kubernetes.io/name=argocd-application-controller"},
 		{Kind: "Deployment", Selector: "app.kubernetes.io/name=argocd-application-controller"}, // dynamic cluster distribution
-	}
+		{Kind: "StatefulSet", Selector: "app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd"},
+		{Kind: "Deployment", Selector: "app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd"},
+	}, argoImages...)
 	owners := []FinalizerOwner{
 		// kube-logging/logging-operator: its chart labels the Deployment
 		// app.kubernetes.io/name=logging-operator; main.go elects "logging-operator." + its API group
@@ -59,10 +67,13 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 		// The applicationset-controller adds and removes it on ApplicationSets
 		// (applicationset/controllers/applicationset_controller.go).
 		{
-			Pattern:     "resources-finalizer.argocd.argoproj.io",
-			Resources:   []string{"applicationsets.argoproj.io"},
-			Controllers: []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=argocd-applicationset-controller"}},
-			Leases:      []string{"58ac56fa.applicationsets.argoproj.io"},
+			Pattern:   "resources-finalizer.argocd.argoproj.io",
+			Resources: []string{"applicationsets.argoproj.io"},
+			Controllers: append([]Controller{
+				{Kind: "Deployment", Selector: "app.kubernetes.io/name=argocd-applicationset-controller"},
+				{Kind: "Deployment", Selector: "app.kubernetes.io/component=applicationset-controller,app.kubernetes.io/part-of=argocd"},
+			}, argoImages...),
+			Leases: []string{"58ac56fa.applicationsets.argoproj.io"},
 		},
 		// VictoriaMetrics/operator: api/operator/v1beta1/vmextra_types.go, on the kinds of
 		// operator.victoriametrics.com (before v0.69 also on the core objects it made: not

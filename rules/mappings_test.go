@@ -155,3 +155,29 @@ func TestFluxFinalizersGoToTheControllerOfTheirGroup(t *testing.T) {
 	_, ok := mappings.ownerOf("finalizers.fluxcd.io", schema.GroupResource{Group: "example.com", Resource: "things"})
 	assert.False(t, ok, "Flux's finalizer on a kind Flux does not own is no Flux controller's")
 }
+
+// TestConfiguredMappingsCannotUnprotect: a broader configured pattern, checked first, still
+// leaves a protected finalizer alone once its controller is gone.
+func TestConfiguredMappingsCannotUnprotect(t *testing.T) {
+	mine := FinalizerOwner{Pattern: "tigera.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "my-tigera"}}}
+	rule := OrphanedFinalizers{minAge: time.Minute, mappings: shippedMappings(t, mine)}
+	sa := object(ServiceAccounts, "calico-system", "calico-node", terminatingFor(time.Hour, "tigera.io/cni-protector"))
+	findings := rule.Plan(context.Background(), viewWith(Coverage{}, sa))
+	require.Len(t, findings, 1)
+	assert.Nil(t, findings[0].Action)
+	assert.Contains(t, findings[0].Reason, "guards data outside the cluster")
+}
+
+// TestConfiguredMappingsReplaceByPatternAndResources: a configured mapping replaces the shipped
+// one with the same pattern and resources only.
+func TestConfiguredMappingsReplaceByPatternAndResources(t *testing.T) {
+	tofu := FinalizerOwner{Pattern: "finalizers.fluxcd.io", Resources: []string{"*.infra.contrib.fluxcd.io"}, Controllers: []Controller{{Kind: "Deployment", Name: "tofu-controller"}}}
+	merged := shippedMappings(t, tofu)
+	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners())+1, "every Flux mapping stays")
+	mapping, ok := merged.ownerOf("finalizers.fluxcd.io", schema.GroupResource{Group: "source.toolkit.fluxcd.io", Resource: "gitrepositories"})
+	require.True(t, ok)
+	assert.Equal(t, "app=source-controller", mapping.Controllers[0].Selector)
+
+	helm := FinalizerOwner{Pattern: "finalizers.fluxcd.io", Resources: []string{"*.helm.toolkit.fluxcd.io"}, Controllers: []Controller{{Kind: "Deployment", Name: "my-helm"}}}
+	assert.Len(t, shippedMappings(t, helm).Owners(), len(DefaultFinalizerOwners()), "the shipped helm-controller mapping is replaced")
+}

@@ -167,9 +167,9 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 		case gone:
 			v.decision = orphaned
 			v.facts = []Fact{controllersGone(cache.view, mapping)}
-			if mapping.Protect {
+			if protector, ok := r.mappings.protectorOf(finalizer, obj.Resource.GroupResource()); ok {
 				v.decision, v.facts = protected, nil
-				v.evidence = append(v.evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, mapping.Guards))
+				v.evidence = append(v.evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, protector.Guards))
 			}
 		}
 	} else {

@@ -109,14 +109,20 @@ func namespaceConditions(view *View, ns *Object) (evidence []string, apiServices
 	return evidence, apiServices
 }
 
-// failedGroupVersion finds the group versions in a discovery error as the namespace controller
-// words it: "… unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: the
-// server is currently unable to handle the request" (discovery.ErrGroupDiscoveryFailed).
-var failedGroupVersion = regexp.MustCompile(`(?:^|[:,] )([a-z0-9][a-z0-9.-]*\.[a-z0-9.-]+)/(v[0-9a-z]+): `)
+var failedGroupVersion = regexp.MustCompile(`(?:^|, )([a-z0-9][a-z0-9.-]*)/([a-z0-9][a-z0-9-]*): `)
 
+// failedGroupVersions finds the group versions in a discovery error as the namespace controller
+// words it: "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of
+// server APIs: metrics.k8s.io/v1beta1: the server is currently unable to handle the request", the
+// list "<group>/<version>: <error>" joined by ", " (discovery.ErrGroupDiscoveryFailed). A false
+// match names no APIService, and is said so.
 func failedGroupVersions(message string) []schema.GroupVersion {
+	_, list, found := strings.Cut(message, "server APIs: ")
+	if !found {
+		return nil
+	}
 	var out []schema.GroupVersion
-	for _, m := range failedGroupVersion.FindAllStringSubmatch(message, -1) {
+	for _, m := range failedGroupVersion.FindAllStringSubmatch(list, -1) {
 		if gv := (schema.GroupVersion{Group: m[1], Version: m[2]}); !slices.Contains(out, gv) {
 			out = append(out, gv)
 		}

@@ -180,3 +180,15 @@ func TestStuckTerminatingOrderIsDeterministic(t *testing.T) {
 		"Logging.logging.banzaicloud.io a", "Logging.logging.banzaicloud.io b",
 	}, got)
 }
+
+func TestFailedGroupVersions(t *testing.T) {
+	for message, want := range map[string][]schema.GroupVersion{
+		"Discovery failed for some groups, 2 failing: unable to retrieve the complete list of server APIs: custom/v1: the server is currently unable to handle the request, metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1": {
+			{Group: "custom", Version: "v1"}, {Group: "metrics.k8s.io", Version: "v1beta1"}},
+		`Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: packages.operators.coreos.com/v1: Get "https://10.0.0.1:443/apis/packages.operators.coreos.com/v1": dial tcp: connection refused`: {
+			{Group: "packages.operators.coreos.com", Version: "v1"}},
+		"All resources successfully discovered": nil,
+	} {
+		assert.Equal(t, want, failedGroupVersions(message), message)
+	}
+}

@@ -208,16 +208,18 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 var webhookInError = regexp.MustCompile(`webhook "([^"]+)"`)
 
 // blamed names, in a failed result, the webhook configuration whose webhook refused the write or
-// could not be called, and links to it: its dead-webhooks finding says why.
+// could not be called, and links to it: its dead-webhooks finding says why. Only a name one
+// configuration has is blamed on it.
 func blamed(view *rules.View, res *Result) {
 	m := webhookInError.FindStringSubmatch(res.Detail)
 	if m == nil {
 		return
 	}
-	config, ok := rules.WebhookConfiguration(view, m[1])
-	if !ok {
+	configs := rules.WebhookConfigurations(view, m[1])
+	if len(configs) != 1 {
 		return
 	}
+	config := configs[0]
 	res.Detail = fmt.Sprintf("refused by webhook %s of %s %s: %s", m[1], config.Resource.Kind, config.Name, res.Detail)
 	res.BlockedBy = append(res.BlockedBy, config.Ref())
 }

@@ -83,7 +83,12 @@ func TestMayHaveLostRace(t *testing.T) {
 func TestBlamedWebhook(t *testing.T) {
 	config := &rules.Object{Resource: rules.ValidatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "cfg"},
 		Content: map[string]any{"webhooks": []any{map[string]any{"name": "deny.acme.io"}}}}
-	view := rules.NewView(time.Now(), []rules.Resource{rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations}, rules.Coverage{}, []*rules.Object{config})
+	twin := &rules.Object{Resource: rules.MutatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "other", UID: "twin"},
+		Content: map[string]any{"webhooks": []any{map[string]any{"name": "shared.example.com"}}}}
+	alsoShared := &rules.Object{Resource: rules.ValidatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "third", UID: "third"},
+		Content: map[string]any{"webhooks": []any{map[string]any{"name": "shared.example.com"}}}}
+	view := rules.NewView(time.Now(), []rules.Resource{rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations}, rules.Coverage{},
+		[]*rules.Object{config, twin, alsoShared})
 	tests := []struct {
 		detail, want string
 		blamed       bool
@@ -94,6 +99,7 @@ func TestBlamedWebhook(t *testing.T) {
 			`refused by webhook deny.acme.io of ValidatingWebhookConfiguration acme: Internal error occurred: failed calling webhook "deny.acme.io": failed to call webhook: Post "https://acme-webhook.acme.svc:443/validate": service "acme-webhook" not found`, true},
 		{`admission webhook "other.example.com" denied the request: no`, `admission webhook "other.example.com" denied the request: no`, false},
 		{`the server could not find the requested resource`, `the server could not find the requested resource`, false},
+		{`admission webhook "shared.example.com" denied the request: no`, `admission webhook "shared.example.com" denied the request: no`, false}, // two have it
 	}
 	for _, tt := range tests {
 		res := failed(ReasonAPIError, "%s", tt.detail)

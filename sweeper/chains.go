@@ -74,8 +74,9 @@ func (r *Report) rows() []row {
 	return rows
 }
 
-// causes are the rules of the findings at the ends of the chains below an object: what is
-// stuck because of them.
+// causes are the rules of the findings at the ends of the chains below an object that call for
+// an action or warn: what it is stuck because of. A finding that only says a live controller
+// will finish, or that nobody knows, explains nothing.
 func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []string {
 	if seen[uid] {
 		return nil
@@ -84,8 +85,9 @@ func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []stri
 	if len(c.blockers[uid]) == 0 {
 		var rulesOf []string
 		for _, i := range c.findings[uid] {
-			if rule := r.Findings[i].Rule; rule != rules.StuckTerminatingName && !slices.Contains(rulesOf, rule) {
-				rulesOf = append(rulesOf, rule)
+			f := r.Findings[i]
+			if (f.Action != nil || f.Severity == rules.SeverityWarning) && f.Rule != rules.StuckTerminatingName && !slices.Contains(rulesOf, f.Rule) {
+				rulesOf = append(rulesOf, f.Rule)
 			}
 		}
 		return rulesOf

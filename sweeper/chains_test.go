@@ -15,8 +15,9 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// chainedReport has two stuck namespaces, one held by a CR on an orphaned finalizer and by a dead
-// APIService, the other by nothing a finding explains, and a finding in no chain.
+// chainedReport has three stuck namespaces: one held by a CR on an orphaned finalizer and by a
+// dead APIService, one by a CR whose controller runs (which explains nothing: it will finish),
+// one by nothing; and a finding in no chain.
 func chainedReport() *Report {
 	r := newReport(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), DefaultOptions())
 	ns := func(name string) rules.ObjectRef {
@@ -26,36 +27,43 @@ func chainedReport() *Report {
 		Kind: "SyslogNGConfig", Namespace: "logging", Name: "s1", UID: "cr"}
 	api := rules.ObjectRef{Resource: rules.APIServices.GroupVersionResource, Kind: "APIService", Name: "v1.packages.operators.coreos.com", UID: "api"}
 	other := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: "shop", Name: "c", UID: "cm"}
-	add := func(rule string, obj rules.ObjectRef, reason string, blockedBy ...rules.ObjectRef) {
-		r.addFinding(rules.Finding{Rule: rule, Object: obj, Reason: reason, BlockedBy: blockedBy}, Result{})
+	waiting := cr
+	waiting.Namespace, waiting.UID = "waiting", "cr-waiting"
+	add := func(rule string, severity rules.Severity, action rules.Action, obj rules.ObjectRef, reason string, blockedBy ...rules.ObjectRef) {
+		r.addFinding(rules.Finding{Rule: rule, Severity: severity, Action: action, Object: obj, Reason: reason, BlockedBy: blockedBy}, Result{Outcome: OutcomePlanned})
 	}
-	add("orphaned-finalizers", cr, "operator gone")
-	add("dead-apiservices", api, "Service olm/packageserver-service is gone")
-	add("orphaned-finalizers", other, "owner unknown")
-	add("stuck-terminating", cr, "terminating for 1h")
-	add("stuck-terminating", ns("logging"), "terminating for 1h", api, cr)
-	add("stuck-terminating", ns("empty"), "terminating for 1h")
+	info, warning := rules.SeverityInfo, rules.SeverityWarning
+	add("orphaned-finalizers", warning, rules.RemoveFinalizers{Finalizers: []string{"x"}}, cr, "operator gone")
+	add("dead-apiservices", warning, nil, api, "Service olm/packageserver-service is gone")
+	add("orphaned-finalizers", info, nil, other, "owner unknown")
+	add("orphaned-finalizers", info, nil, waiting, "owner still present")
+	add("stuck-terminating", info, nil, cr, "terminating for 1h")
+	add("stuck-terminating", info, nil, ns("logging"), "terminating for 1h", api, cr)
+	add("stuck-terminating", info, nil, ns("empty"), "terminating for 1h")
+	add("stuck-terminating", info, nil, ns("waiting"), "terminating for 1h", waiting)
 	r.countStuckNamespaces()
 	return r
 }
 
 func TestReportChains(t *testing.T) {
 	r := chainedReport()
-	assert.Equal(t, map[string]int{"dead-apiservices": 1, "orphaned-finalizers": 1, causeUnexplained: 1}, r.Summary.StuckNamespaces)
+	assert.Equal(t, map[string]int{"dead-apiservices": 1, "orphaned-finalizers": 1, causeUnexplained: 2}, r.Summary.StuckNamespaces)
 
 	var out bytes.Buffer
 	require.NoError(t, r.Print(&out, OutputTable))
 	table := strings.Split(out.String(), "\n")
-	require.GreaterOrEqual(t, len(table), 8)
+	require.GreaterOrEqual(t, len(table), 10)
 	assert.Equal(t, []string{
 		"stuck-terminating | Namespace | logging",
 		"dead-apiservices | └ APIService | v1.packages.operators.coreos.com",
 		"orphaned-finalizers | └ SyslogNGConfig | logging/s1",
 		"stuck-terminating | └ SyslogNGConfig | logging/s1",
+		"stuck-terminating | Namespace | waiting",
+		"orphaned-finalizers | └ SyslogNGConfig | waiting/s1",
 		"orphaned-finalizers | ConfigMap | shop/c",
 		"stuck-terminating | Namespace | empty",
-	}, trimmed(table[1:7], 3), "the chain first, from the stuck namespace down to its causes, each object's findings together; then the rest in report order")
-	assert.Contains(t, out.String(), "; stuck namespaces by root cause: dead-apiservices 1, orphaned-finalizers 1, unexplained 1;")
+	}, trimmed(table[1:9], 3), "the chain first, from the stuck namespace down to its causes, each object's findings together; then the rest in report order")
+	assert.Contains(t, out.String(), "; stuck namespaces by root cause: dead-apiservices 1, orphaned-finalizers 1, unexplained 2;")
 
 	out.Reset()
 	require.NoError(t, r.Print(&out, OutputJSON))

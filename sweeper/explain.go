@@ -33,10 +33,12 @@ func ParseTarget(arg, namespace string) (Target, error) {
 
 func (t Target) String() string { return t.Type + "/" + t.Name }
 
-// Explain sweeps the cluster without changing anything and prints what the sweep says about
-// target: its findings, what keeps it stuck and what it keeps stuck, down to the root causes,
-// with all their evidence, and what --dry-run=none would do. -o json and yaml print the same
-// findings as a SweepReport. A target that does not exist is an InputError.
+// Explain sweeps the cluster without changing anything, whatever --dry-run says, and prints what
+// the sweep says about target: its findings, what keeps it stuck and what it keeps stuck, down to
+// the root causes, with all their evidence, and what --dry-run=none would do. -o json and yaml
+// print the same findings as a SweepReport; table and markdown, the text. A target that does not
+// exist is an InputError. A webhook that would refuse a write is only known once the write is
+// tried: explain does not show it.
 func Explain(ctx context.Context, opts Options, target Target, streams Streams) error {
 	opts.DryRun, opts.PushgatewayURL, opts.ReportFile = DryRunClient, "", ""
 	engine, runCtx, cancel, err := connect(ctx, &opts, streams)
@@ -69,8 +71,11 @@ func (e *Engine) resolve(ctx context.Context, t Target) (types.UID, string, erro
 	cached := memory.NewMemCacheClientWithContext(e.Clients.Discovery)
 	mapper := restmapper.NewShortcutExpanderWithContext(restmapper.NewDeferredDiscoveryRESTMapperWithContext(cached), cached, nil)
 	gvr, err := resourceFor(ctx, mapper, t.Type)
-	if err != nil {
+	switch {
+	case meta.IsNoMatchError(err):
 		return "", "", inputErrorf("explain %s: the server has no resource type %q (%w)", t, t.Type, err)
+	case err != nil:
+		return "", "", fmt.Errorf("explain %s: discover the resource type %q: %w", t, t.Type, err)
 	}
 	gvk, err := mapper.KindForWithContext(ctx, gvr)
 	if err != nil {
@@ -175,7 +180,7 @@ func (r *Report) only(rows []row) *Report {
 // each finding with what --dry-run=none would do and its evidence.
 func (r *Report) printExplanation(w io.Writer, what string) {
 	if len(r.Findings) == 0 {
-		fmt.Fprintf(w, "%s: no rule has anything to say about it.\n", what)
+		fmt.Fprintf(w, "%s: no rule has anything to say about it (unless --include-*/--exclude-* kept it from being walked).\n", what)
 		return
 	}
 	var last types.UID

@@ -68,8 +68,8 @@ type Summary struct {
 	Skipped  int `json:"skipped"`
 	// StuckNamespaces counts the Terminating namespaces stuck for longer than
 	// --min-terminating-age by root cause: the rule of a finding at the end of a chain of
-	// blockedBy (orphaned-finalizers, dead-apiservices, …), "unexplained" where there is none.
-	// A namespace with several causes counts under each.
+	// blockedBy that calls for an action or warns (orphaned-finalizers, dead-apiservices, …),
+	// "unexplained" where there is none. A namespace with several causes counts under each.
 	StuckNamespaces map[string]int `json:"stuckNamespaces,omitempty"`
 }
 
