@@ -71,6 +71,7 @@ const (
 	FlagConcurrency         = "concurrency"
 	FlagPageSize            = "page-size"
 	FlagTimeout             = "timeout"
+	FlagRequestTimeout      = "request-timeout"
 	FlagIncludeResources    = "include-resources"
 	FlagExcludeResources    = "exclude-resources"
 	FlagIncludeNamespaces   = "include-namespaces"
@@ -125,6 +126,9 @@ type Options struct {
 	PageSize int64 `json:"page-size"`
 	// Timeout bounds the whole run; 0 means no bound.
 	Timeout metav1.Duration `json:"timeout"`
+	// RequestTimeout bounds each attempt of a request to the API server; a read that times out
+	// is tried again, within Timeout.
+	RequestTimeout metav1.Duration `json:"request-timeout"`
 	// IncludeResources and ExcludeResources select resources by pattern: "pods" (any group),
 	// "deployments.apps", "*.operators.coreos.com".
 	IncludeResources []string `json:"include-resources,omitempty"`
@@ -169,6 +173,7 @@ func DefaultOptions() Options {
 		Concurrency:            8,
 		PageSize:               500,
 		Timeout:                metav1.Duration{Duration: 10 * time.Minute},
+		RequestTimeout:         metav1.Duration{Duration: time.Minute},
 		ProtectedNamespaces:    []string{"kube-system", "kube-public", "kube-node-lease"},
 		MinTerminatingAge:      metav1.Duration{Duration: 15 * time.Minute},
 		MinAge:                 metav1.Duration{Duration: 10 * time.Minute},
@@ -197,6 +202,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, FlagConcurrency, o.Concurrency, "Lists running in parallel.")
 	fs.Int64Var(&o.PageSize, FlagPageSize, o.PageSize, "Objects per list request (limit/continue paging).")
 	fs.DurationVar(&o.Timeout.Duration, FlagTimeout, o.Timeout.Duration, "Bound on the whole run; 0: none.")
+	fs.DurationVar(&o.RequestTimeout.Duration, FlagRequestTimeout, o.RequestTimeout.Duration, "Bound on each attempt of a request to the API server; reads that time out are tried again.")
 	fs.StringSliceVar(&o.IncludeResources, FlagIncludeResources, o.IncludeResources, "Only walk these resources: \"pods\" (any group), \"deployments.apps\", \"*.operators.coreos.com\".")
 	fs.StringSliceVar(&o.ExcludeResources, FlagExcludeResources, o.ExcludeResources, "Never walk these resources (same patterns as --include-resources).")
 	fs.StringSliceVar(&o.IncludeNamespaces, FlagIncludeNamespaces, o.IncludeNamespaces, "Only walk these namespaces (names or globs); cluster-scoped resources are still walked.")
@@ -380,6 +386,9 @@ func (o Options) validateValues() []error {
 	}
 	if o.Timeout.Duration < 0 {
 		invalid(FlagTimeout, o.Timeout.Duration, "use 0 (no timeout) or a positive duration")
+	}
+	if o.RequestTimeout.Duration <= 0 {
+		invalid(FlagRequestTimeout, o.RequestTimeout.Duration, "it must be positive")
 	}
 	for _, d := range []struct {
 		flag  string
