@@ -71,6 +71,9 @@ const catalogSourceLabel = "olm.catalogSource"
 // Name implements Rule.
 func (CatalogPods) Name() string { return CatalogPodsName }
 
+// ActionTypes says CatalogPods deletes objects.
+func (CatalogPods) ActionTypes() []string { return []string{Delete{}.Type()} }
+
 // PolicyRules implements Authorized.
 func (CatalogPods) PolicyRules() []rbacv1.PolicyRule {
 	return deletePolicy([]Resource{Pods})

@@ -49,6 +49,9 @@ var (
 // Name implements Rule.
 func (DeadAPIServices) Name() string { return DeadAPIServicesName }
 
+// ActionTypes says DeadAPIServices deletes objects.
+func (DeadAPIServices) ActionTypes() []string { return []string{Delete{}.Type()} }
+
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadAPIServices) PolicyRules() []rbacv1.PolicyRule {
 	if !r.delete {

@@ -48,6 +48,9 @@ var webhookConfigurations = []Resource{ValidatingWebhookConfigurations, Mutating
 // Name implements Rule.
 func (DeadWebhooks) Name() string { return DeadWebhooksName }
 
+// ActionTypes says DeadWebhooks deletes objects.
+func (DeadWebhooks) ActionTypes() []string { return []string{Delete{}.Type()} }
+
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadWebhooks) PolicyRules() []rbacv1.PolicyRule {
 	if !r.delete {

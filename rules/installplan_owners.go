@@ -49,6 +49,9 @@ var (
 // Name implements Rule.
 func (InstallPlanOwners) Name() string { return InstallPlanOwnersName }
 
+// ActionTypes says InstallPlanOwners sets ownerReferences.
+func (InstallPlanOwners) ActionTypes() []string { return []string{SetOwnerReferences{}.Type()} }
+
 // PolicyRules implements Authorized.
 func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{policyRule(InstallPlans.Group, []string{InstallPlans.Resource}, "get", "patch")}

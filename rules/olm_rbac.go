@@ -79,6 +79,9 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 // Name implements Rule.
 func (OLMRBAC) Name() string { return OLMRBACName }
 
+// ActionTypes says OLMRBAC deletes objects.
+func (OLMRBAC) ActionTypes() []string { return []string{Delete{}.Type()} }
+
 // PolicyRules implements Authorized: delete, once opted in.
 func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
 	if !r.args.Delete {

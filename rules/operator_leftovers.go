@@ -88,6 +88,9 @@ var (
 // Name implements Rule.
 func (OperatorLeftovers) Name() string { return OperatorLeftoversName }
 
+// ActionTypes says OperatorLeftovers deletes objects.
+func (OperatorLeftovers) ActionTypes() []string { return []string{Delete{}.Type()} }
+
 // PolicyRules implements Authorized: delete on the opted-in kinds.
 func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {
 	resources := make([]Resource, 0, len(r.args.Delete))

@@ -59,6 +59,9 @@ var (
 // Name implements Rule.
 func (OrphanedFinalizers) Name() string { return OrphanedFinalizersName }
 
+// ActionTypes says OrphanedFinalizers removes finalizers.
+func (OrphanedFinalizers) ActionTypes() []string { return []string{RemoveFinalizers{}.Type()} }
+
 // PolicyRules implements Authorized: patch on the kinds the shipped mappings' finalizers are on.
 func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
 	return slices.Clone(finalizerResources)

@@ -46,6 +46,8 @@ type ContentRequest struct {
 // on top. The shipped ClusterRole grants exactly what the enabled rules declare.
 type Authorized interface {
 	PolicyRules() []rbacv1.PolicyRule
+	// ActionTypes are the types of the actions the rule may plan (Action.Type), opted in or not.
+	ActionTypes() []string
 }
 
 // Severity says how much a finding matters to a cluster admin.

@@ -63,6 +63,8 @@ const (
 	ReasonMinAge Reason = "min-age"
 	// ReasonZoneOutage: the node is in a zone where most nodes are not Ready at once.
 	ReasonZoneOutage Reason = rules.HeldZoneOutage
+	// ReasonInterrupted: the run was interrupted (SIGTERM, SIGINT, --timeout) before the action.
+	ReasonInterrupted Reason = "interrupted"
 )
 
 // Why an action failed.
@@ -73,6 +75,8 @@ const (
 	ReasonAPIError Reason = "api-error"
 	// ReasonNotInView: the finding names an object the view does not hold: a rule's bug.
 	ReasonNotInView Reason = "not-in-view"
+	// ReasonRuleFailed: the rule panicked while re-planning the action: a rule's bug.
+	ReasonRuleFailed Reason = "rule-failed"
 )
 
 // Result is what became of one action.
@@ -154,53 +158,107 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	return res
 }
 
-// apply sends the action and, when it may have lost a race, re-reads and re-plans once. It
-// returns the result and the object as it was acted on.
-func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) (Result, *rules.Object) {
-	err := a.send(ctx, obj, f.Action)
-	if !mayHaveLostRace(err) {
-		return a.result(err), obj
-	}
-	fresh, rerr := a.reread(ctx, obj)
-	switch {
-	case apierrors.IsNotFound(rerr):
-		return a.result(rerr), obj // gone, which is what every action wants
-	case rerr != nil:
-		return failed(ReasonAPIError, "%v; re-reading the object failed: %v", err, rerr), obj
-	case fresh.UID != obj.UID:
-		// Another object of the same name: the rest of the view says nothing about it.
-		res := skipped(ReasonResolved, "the object was deleted and re-created after it was observed; the next run looks at the new one")
-		res.Replanned = true
-		return res, obj
-	case fresh.ResourceVersion == obj.ResourceVersion:
-		// Nothing changed, so the precondition held: the server refused the write for another reason.
-		return a.result(err), obj
-	}
-	a.Logger.InfoContext(ctx, "object changed since it was observed; re-planning it",
-		"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", f.Action.Type())
-	replanned, ok := planFor(ctx, rule, view.WithObject(fresh), fresh)
-	var res Result
-	switch {
-	case !ok:
-		res = skipped(ReasonResolved, "the object changed after it was observed and the rule no longer plans an action for it")
-	case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
-		// What was checked before the first attempt no longer covers the action.
-		res = skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")
-	case a.Vet != nil && !vetted(a.Vet, replanned, &res):
-	default:
-		holds, evidence := a.confirm(ctx, replanned.Facts)
-		if !holds {
-			res = skipped(ReasonStale, "the object changed after it was observed, and what its re-planned action rests on no longer holds")
-		} else if err = a.send(ctx, fresh, replanned.Action); mayHaveLostRace(err) {
-			res = failed(ReasonConflict, "the object changed again while being retried (%v); the next run will try again", err)
-		} else {
-			res, obj = a.result(err), fresh
-			res.Action = replanned.Action
+// maxReplans bounds how often one action is re-planned after losing a race, as
+// retry.DefaultRetry bounds client-go's RetryOnConflict.
+const maxReplans = 5
+
+// apply sends the action and, when it may have lost a race or may not have reached the server,
+// re-reads the object and judges it afresh: gone, or showing the write done, it is done;
+// re-created, it is the next run's; otherwise the rule re-plans it, and the new action, if there
+// still is one, is sent, at most maxReplans times. It returns the result and the object as it was
+// acted on.
+func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) (res Result, acted *rules.Object) {
+	action := f.Action
+	err := a.send(ctx, obj, action)
+	for attempt := 0; ; attempt++ {
+		uncertain := mayNotHaveHappened(err)
+		if !uncertain && !mayHaveLostRace(err) {
+			return a.result(err, res), obj
 		}
-		res.Evidence = evidence
+		fresh, rerr := a.reread(ctx, obj)
+		switch {
+		case apierrors.IsNotFound(rerr):
+			return a.result(rerr, res), obj // gone, which is what every action wants
+		case rerr != nil:
+			return failed(ReasonAPIError, "%v; re-reading the object failed: %v", err, rerr), obj
+		case fresh.UID != obj.UID:
+			// Another object of the same name: the rest of the view says nothing about it.
+			return replannedAs(skipped(ReasonResolved, "the object was deleted and re-created after it was observed; the next run looks at the new one")), obj
+		case uncertain && took(obj, fresh, action):
+			res = a.result(nil, res)
+			res.Evidence = append(res.Evidence, fmt.Sprintf("the write's answer was lost (%v); read again, the object shows it was done", err))
+			return res, fresh
+		case !uncertain && fresh.ResourceVersion == obj.ResourceVersion:
+			// Nothing changed, so the precondition held: the server refused the write for another reason.
+			return a.result(err, res), obj
+		case attempt == maxReplans:
+			return replannedAs(failed(ReasonConflict, "the object changed again each time it was re-planned (%v); the next run will try again", err)), obj
+		}
+		a.Logger.InfoContext(ctx, "object changed since it was observed, or the write's answer was lost; re-planning it",
+			"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", action.Type(), "error", err)
+		replanned, ok, perr := planFor(ctx, rule, view.WithObject(fresh), fresh)
+		res = replannedAs(res)
+		switch {
+		case perr != nil:
+			res = replannedAs(failed(ReasonRuleFailed, "re-planning the object: %v", perr))
+			return res, obj
+		case !ok:
+			return replannedAs(skipped(ReasonResolved, "the object changed after it was observed and the rule no longer plans an action for it")), obj
+		case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
+			// What was checked before the first attempt no longer covers the action.
+			return replannedAs(skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")), obj
+		case a.Vet != nil && !vetted(a.Vet, replanned, &res):
+			return replannedAs(res), obj
+		}
+		holds, evidence := a.confirm(ctx, replanned.Facts)
+		res.Evidence = append(res.Evidence, evidence...)
+		if !holds {
+			why := skipped(ReasonStale, "the object changed after it was observed, and what its re-planned action rests on no longer holds")
+			why.Evidence = res.Evidence
+			return replannedAs(why), obj
+		}
+		obj, action = fresh, replanned.Action
+		res.Action = action
+		err = a.send(ctx, obj, action)
 	}
+}
+
+// replannedAs marks res as the result of a re-planned action.
+func replannedAs(res Result) Result {
 	res.Replanned = true
-	return res, obj
+	return res
+}
+
+// took reports whether fresh, read again after a write whose answer was lost, shows the write
+// done: the finalizers gone, the ownerReferences set, the deletion begun.
+func took(before, fresh *rules.Object, action rules.Action) bool {
+	switch act := action.(type) {
+	case rules.RemoveFinalizers:
+		return !slices.ContainsFunc(fresh.Finalizers, func(f string) bool { return slices.Contains(act.Finalizers, f) })
+	case rules.SetOwnerReferences:
+		for _, add := range act.Add {
+			if !slices.ContainsFunc(fresh.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == add.UID }) {
+				return false
+			}
+		}
+		return !slices.ContainsFunc(fresh.OwnerReferences, func(ref metav1.OwnerReference) bool { return slices.Contains(act.Remove, ref.UID) })
+	case rules.Delete:
+		return before.DeletionTimestamp == nil && fresh.DeletionTimestamp != nil
+	}
+	return false
+}
+
+// mayNotHaveHappened reports whether a write failed without an answer from the server that says
+// what became of it: a connection reset, a timeout. Only a re-read can tell.
+func mayNotHaveHappened(err error) bool {
+	var status apierrors.APIStatus
+	switch {
+	case err == nil, errors.Is(err, errNothingToDo), errors.Is(err, errUnknownAction):
+		return false
+	case errors.As(err, &status):
+		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	}
+	return true
 }
 
 // webhookInError finds the admission webhook an API error names: `admission webhook "x.example.com"
@@ -297,31 +355,45 @@ func (a *Applier) recordEvent(ctx context.Context, obj *rules.Object, action rul
 	}
 }
 
-// planFor returns the finding with an action that rule plans for obj in view.
-func planFor(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object) (rules.Finding, bool) {
-	for _, f := range rule.Plan(ctx, view) {
+// planFor returns the finding with an action that rule plans for obj in view. A rule that panics
+// is an error, as in the plan stage.
+func planFor(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object) (rules.Finding, bool, error) {
+	findings, err := planSafely(ctx, rule, view)
+	if err != nil {
+		return rules.Finding{}, false, err
+	}
+	for _, f := range findings {
 		if f.Action != nil && f.Object.UID == obj.UID {
-			return f, true
+			return f, true, nil
 		}
 	}
-	return rules.Finding{}, false
+	return rules.Finding{}, false, nil
 }
 
-// errNothingToDo is what send returns for an action the object no longer needs.
-var errNothingToDo = errors.New("none of the finalizers to remove is on the object any more")
+var (
+	// errNothingToDo is what send returns for an action the object no longer needs.
+	errNothingToDo = errors.New("none of the finalizers to remove is on the object any more")
+	// errUnknownAction is a rule's action the applier cannot send: a bug.
+	errUnknownAction = errors.New("unknown action")
+)
 
-func (a *Applier) result(err error) Result {
+// result is what err, the answer to the last write, makes of an action; so far carries what
+// earlier attempts found (re-planned, evidence, the action sent).
+func (a *Applier) result(err error, so Result) Result {
+	var res Result
 	switch {
 	case errors.Is(err, errNothingToDo):
-		return skipped(ReasonResolved, "%v", err)
+		res = skipped(ReasonResolved, "%v", err)
 	case err == nil, apierrors.IsNotFound(err):
+		res = Result{Outcome: OutcomeApplied}
 		if a.Mode == DryRunServer {
-			return Result{Outcome: OutcomeDryRun}
+			res = Result{Outcome: OutcomeDryRun}
 		}
-		return Result{Outcome: OutcomeApplied}
 	default:
-		return failed(ReasonAPIError, "%v", err)
+		res = failed(ReasonAPIError, "%v", err)
 	}
+	res.Replanned, res.Evidence, res.Action = so.Replanned, so.Evidence, so.Action
+	return res
 }
 
 // mayHaveLostRace reports whether a write may have failed on its precondition: a 409 Conflict
@@ -379,7 +451,7 @@ func (a *Applier) send(ctx context.Context, obj *rules.Object, action rules.Acti
 			Preconditions:      &metav1.Preconditions{UID: &uid, ResourceVersion: &resourceVersion},
 		})
 	default:
-		return fmt.Errorf("unknown action %T", action)
+		return fmt.Errorf("%w %T", errUnknownAction, action)
 	}
 }
 

@@ -1,11 +1,17 @@
 package sweeper
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -73,8 +79,10 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // NewClients builds the clients from a copy of config, set to the options' QPS, Burst and the
-// User-Agent operator-sweeper/<version>. API warnings (deprecated versions, …) go to the logger
-// at debug level instead of cluttering standard error. The answers set the server's Clock.
+// User-Agent operator-sweeper/<version>. Each request is bounded by --request-timeout, and reads
+// are tried again on transient failures (see retryingTransport). API warnings (deprecated
+// versions, …) go to the logger at debug level instead of cluttering standard error. The answers
+// set the server's Clock.
 func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Clients, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.QPS = opts.QPS
@@ -83,6 +91,9 @@ func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Client
 	cfg.WarningHandlerWithContext = warningLogger{logger}
 	serverClock := &serverClock{}
 	cfg.Wrap(serverClock.wrap)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return newRetryingTransport(rt, opts.RequestTimeout.Duration, logger)
+	})
 
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -101,12 +112,14 @@ func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Client
 
 // Ping asks the server for its version, so that a wrong address or rejected credentials are
 // reported once, as bad input, before any work is done. Any answer from the server counts as
-// reachable.
+// reachable. The error says which part of the kubeconfig to look at: its credentials (rejected, or
+// not to be had), its certificate-authority, or its server.
 func (c *Clients) Ping(ctx context.Context, host string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(withSingleAttempt(ctx), 30*time.Second)
 	defer cancel()
 	_, err := c.Discovery.RESTClient().Get().AbsPath("/version").DoRaw(ctx)
 	var status apierrors.APIStatus
+	var untrusted *tls.CertificateVerificationError
 	switch {
 	case err == nil:
 		return nil
@@ -114,9 +127,27 @@ func (c *Clients) Ping(ctx context.Context, host string) error {
 		return inputErrorf("the API server at %s rejected the kubeconfig's credentials: %w", host, err)
 	case errors.As(err, &status):
 		return nil
-	default:
+	case errors.As(err, &untrusted):
+		return inputErrorf("the kubeconfig's certificate-authority does not vouch for the API server at %s: %w", host, err)
+	case unreachable(err):
 		return inputErrorf("cannot reach the API server at %s: %w", host, err)
+	default:
+		// Neither an answer nor a network failure: the request was never sent, for want of
+		// something the kubeconfig gives, such as the credentials of its exec plugin.
+		return inputErrorf("kubeconfig: no request could be sent to the API server at %s: %w", host, err)
 	}
+}
+
+// unreachable says whether err is the network's: no connection, a broken one, or no answer in
+// time.
+func unreachable(err error) bool {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err // itself a net.Error, whatever its cause
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 type warningLogger struct{ logger *slog.Logger }
@@ -151,14 +182,63 @@ func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 	}
 	cfg, err := loader.ClientConfig()
 	switch {
+	// clientcmd's own message for an empty config sends the user to KUBERNETES_MASTER; say
+	// instead which file, or which $KUBECONFIG (whose missing files clientcmd skips), has nothing.
+	case clientcmd.IsEmptyConfig(err) && kubeconfig != "" && len(raw.Clusters) > 0:
+		return nil, "", inputErrorf("--%s %s has no current-context: set it, or pass --%s", FlagKubeconfig, kubeconfig, FlagContext)
+	case clientcmd.IsEmptyConfig(err) && kubeconfig != "":
+		return nil, "", inputErrorf("--%s %s defines no cluster: is it a kubeconfig file?", FlagKubeconfig, kubeconfig)
+	case clientcmd.IsEmptyConfig(err) && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
+		return nil, "", inputErrorf("$%s %s defines no cluster: its files are missing or empty", clientcmd.RecommendedConfigPathEnvVar,
+			os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
 	case clientcmd.IsEmptyConfig(err):
 		return nil, "", inputErrorf("no kubeconfig found and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
 	case err != nil:
 		return nil, "", inputErrorf("kubeconfig: %w", err)
+	}
+	if err := checkTLSFiles(cfg); err != nil {
+		return nil, "", err
 	}
 	name := raw.CurrentContext
 	if kubeContext != "" {
 		name = kubeContext
 	}
 	return cfg, name, nil
+}
+
+// checkTLSFiles reads the kubeconfig's certificates as client-go will. clientcmd checks only that
+// the files exist: a directory, or a file that holds no certificate, would otherwise fail later,
+// in client-go, without the name of the kubeconfig field to change.
+func checkTLSFiles(cfg *rest.Config) error {
+	read := func(field, file string, data []byte) ([]byte, error) {
+		if len(data) > 0 || file == "" {
+			return data, nil
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, inputErrorf("kubeconfig: %s %s: %w", field, file, err)
+		}
+		return data, nil
+	}
+	ca, err := read("certificate-authority", cfg.CAFile, cfg.CAData)
+	if err != nil {
+		return err
+	}
+	if len(ca) > 0 && !x509.NewCertPool().AppendCertsFromPEM(ca) {
+		return inputErrorf("kubeconfig: certificate-authority %s holds no PEM certificate", cmp.Or(cfg.CAFile, "(data)"))
+	}
+	cert, err := read("client-certificate", cfg.CertFile, cfg.CertData)
+	if err != nil {
+		return err
+	}
+	key, err := read("client-key", cfg.KeyFile, cfg.KeyData)
+	if err != nil {
+		return err
+	}
+	if len(cert) > 0 || len(key) > 0 {
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			return inputErrorf("kubeconfig: client-certificate and client-key: %w", err)
+		}
+	}
+	return nil
 }

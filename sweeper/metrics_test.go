@@ -7,10 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,17 +20,31 @@ import (
 
 func TestRegistry(t *testing.T) {
 	report := testReport()
-	reg := registry(report, []string{"stuck-terminating", "orphans", "quiet"}, true)
+	report.Summary.Incomplete = true
+	enabled := []ruleMetrics{
+		{name: "stuck-terminating"},
+		{name: "orphans", actions: []string{"RemoveFinalizers"}},
+		{name: "quiet", actions: []string{"Delete"}},
+		{name: "broken", actions: []string{"Delete"}}, // failed in plan: nothing of it is pushed
+	}
+	reg := registry(report, enabled, true)
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP operator_sweeper_actions Actions of the last run, by rule, action type, outcome (planned, dry-run, applied, failed, skipped) and, for skipped and failed ones, reason.
 # TYPE operator_sweeper_actions gauge
+operator_sweeper_actions{action="Delete",outcome="failed",reason="",rule="quiet"} 0
+operator_sweeper_actions{action="Delete",outcome="planned",reason="",rule="quiet"} 0
+operator_sweeper_actions{action="Delete",outcome="skipped",reason="",rule="quiet"} 0
 operator_sweeper_actions{action="Delete",outcome="skipped",reason="limit",rule="orphans"} 1
 operator_sweeper_actions{action="RemoveFinalizers",outcome="applied",reason="",rule="orphans"} 1
 operator_sweeper_actions{action="RemoveFinalizers",outcome="dry-run",reason="",rule="orphans"} 1
+operator_sweeper_actions{action="RemoveFinalizers",outcome="failed",reason="",rule="orphans"} 0
+operator_sweeper_actions{action="RemoveFinalizers",outcome="planned",reason="",rule="orphans"} 0
+operator_sweeper_actions{action="RemoveFinalizers",outcome="skipped",reason="",rule="orphans"} 0
 operator_sweeper_actions{action="SetOwnerReferences",outcome="failed",reason="api-error",rule="orphans"} 1
 # HELP operator_sweeper_errors Problems of the last run, by stage; a resource that could not be listed counts under observe.
 # TYPE operator_sweeper_errors gauge
+operator_sweeper_errors{stage="apply"} 0
 operator_sweeper_errors{stage="inventory"} 0
 operator_sweeper_errors{stage="observe"} 1
 operator_sweeper_errors{stage="plan"} 1
@@ -40,6 +56,9 @@ operator_sweeper_findings{rule="quiet",severity="info"} 0
 operator_sweeper_findings{rule="quiet",severity="warning"} 0
 operator_sweeper_findings{rule="stuck-terminating",severity="info"} 1
 operator_sweeper_findings{rule="stuck-terminating",severity="warning"} 0
+# HELP operator_sweeper_incomplete 1 when the last run could not observe everything (a list or an API group's discovery failed after retries; see the report's errors), else 0.
+# TYPE operator_sweeper_incomplete gauge
+operator_sweeper_incomplete 1
 # HELP operator_sweeper_info The last run's version and dry-run mode; always 1.
 # TYPE operator_sweeper_info gauge
 operator_sweeper_info{mode="client",version="v1.2.3"} 1
@@ -62,12 +81,40 @@ operator_sweeper_run_duration_seconds 1.5
 	require.NoError(t, err)
 
 	failed := registry(report, nil, false)
-	families, err := failed.Gather()
-	require.NoError(t, err)
-	for _, mf := range families {
-		assert.NotEqual(t, "operator_sweeper_last_success_timestamp_seconds", mf.GetName(), "a failed run leaves the last success out")
+	assert.NotContains(t, familyNames(t, failed), "operator_sweeper_last_success_timestamp_seconds", "a failed run leaves the last success out")
+}
+
+// TestRegistryLeavesOutWhatAFailedStageDidNotMeasure: a false drop to 0 would look like debris
+// cleared, and would fire or resolve alerts on nothing.
+func TestRegistryLeavesOutWhatAFailedStageDidNotMeasure(t *testing.T) {
+	always := []string{"operator_sweeper_errors", "operator_sweeper_incomplete", "operator_sweeper_info",
+		"operator_sweeper_last_run_timestamp_seconds", "operator_sweeper_run_duration_seconds"}
+	tests := []struct {
+		stage string
+		want  []string
+	}{
+		{StageInventory, always},
+		{StageObserve, append(slices.Clone(always), "operator_sweeper_resources_scanned")},
 	}
-	assert.Len(t, families, 8)
+	for _, tt := range tests {
+		t.Run(tt.stage, func(t *testing.T) {
+			report := newReport(time.Now(), DefaultOptions())
+			report.Errors = append(report.Errors, ReportError{Stage: tt.stage, Message: "unreachable", Fatal: true})
+			reg := registry(report, []ruleMetrics{{name: "orphans", actions: []string{"RemoveFinalizers"}}}, false)
+			assert.ElementsMatch(t, tt.want, familyNames(t, reg))
+		})
+	}
+}
+
+func familyNames(t *testing.T, reg *prometheus.Registry) []string {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, mf := range families {
+		names = append(names, mf.GetName())
+	}
+	return names
 }
 
 // TestPushOverTLSWithBearerToken checks the client side of a push: the CA file verifies the

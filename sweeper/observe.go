@@ -2,8 +2,10 @@ package sweeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -185,14 +187,38 @@ func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter
 		}
 	}
 	opts := metav1.ListOptions{FieldSelector: task.fieldSelector, LabelSelector: task.labelSelector}
-	res.err = eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
-	if res.err != nil && task.fieldSelector != "" && apierrors.IsBadRequest(res.err) {
-		// Some aggregated APIs do not support field selectors; filter on our side instead.
+	if len(opts.FieldSelector) > maxFieldSelector {
+		opts.FieldSelector = "" // an over-long URL; filter on our side instead
+	}
+	listAll := func() error {
 		res.objects = nil
+		return eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
+	}
+	res.err = listAll()
+	if apierrors.IsResourceExpired(res.err) || apierrors.IsGone(res.err) {
+		// The continue token of a later page expired (etcd compacted past the list's revision):
+		// the pages already read are of another revision, so the list starts over, once. client-go's
+		// pager falls back to a full list only in List, not in EachListItem.
+		e.Logger.InfoContext(ctx, "list expired while paging; listing again from the start", "list", task.String(), "error", res.err)
+		res.err = listAll()
+	}
+	if res.err != nil && opts.FieldSelector != "" && (apierrors.IsBadRequest(res.err) || uriTooLong(res.err)) {
+		// Some aggregated APIs do not support field selectors, and a proxy may refuse a long URL;
+		// filter on our side instead.
 		opts.FieldSelector = ""
-		res.err = eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
+		res.err = listAll()
 	}
 	return res
+}
+
+// maxFieldSelector is the longest field selector sent (many --exclude-namespaces): URLs are
+// commonly limited to 8 KiB on the way to the API server.
+const maxFieldSelector = 4096
+
+// uriTooLong reports whether err is a 414 Request-URI Too Long.
+func uriTooLong(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == http.StatusRequestURITooLong
 }
 
 // eachObject lists the task's objects page by page and hands each to fn.

@@ -5,14 +5,18 @@
 package sweeper
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -274,12 +278,17 @@ type configFile struct {
 	*Options   `json:",inline"`
 }
 
+// maxConfigFileSize bounds a --config file. A config file is a screen or two of YAML; anything
+// larger is a wrong path (a log, an image, a device) that would otherwise be read and parsed whole.
+const maxConfigFileSize = 1 << 20
+
 // LoadConfigFile reads a config file on top of base. Decoding is strict: an unknown or duplicate
-// key is an error, so a typo never silently falls back to a default.
+// key is an error, so a typo never silently falls back to a default. Every problem is named with
+// the file and the key.
 func LoadConfigFile(file string, base Options) (Options, error) {
-	data, err := os.ReadFile(file)
+	data, err := readConfigFile(file)
 	if err != nil {
-		return base, inputErrorf("--%s: %w", FlagConfig, err)
+		return base, err
 	}
 	// YAMLToJSONStrict refuses duplicate keys; sigs.k8s.io/json names unknown keys by their full
 	// path ("rules.stuck-terminating.enable"), as the API server does.
@@ -287,16 +296,26 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	if err != nil {
 		return base, inputErrorf("config file %s: %w", file, err)
 	}
+	if string(jsonData) == "null" { // comments only
+		return base, inputErrorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
+	}
 	cfg := configFile{Options: &base}
 	strict, err := sigsjson.UnmarshalStrict(jsonData, &cfg)
-	if err == nil && len(strict) > 0 {
-		err = strict[0]
+	var errs []error
+	switch {
+	case err != nil:
+		errs = append(errs, undecodableKey(jsonData, err))
+	case len(strict) > 0:
+		errs = strict
+	default:
+		errs = append(errs, decodeRuleConfigs(cfg.Rules, &base))
 	}
-	if err == nil {
-		err = decodeRuleConfigs(cfg.Rules, &base)
-	}
-	if err != nil {
-		return base, inputErrorf("config file %s: %s", file, strings.TrimPrefix(err.Error(), "json: "))
+	if err := errors.Join(errs...); err != nil {
+		var cleaned []error
+		for _, p := range problems(err) {
+			cleaned = append(cleaned, decodeError{p})
+		}
+		return base, &InputError{Err: prefixed("config file "+file+": ", errors.Join(cleaned...))}
 	}
 	if cfg.APIVersion != "" && cfg.APIVersion != ConfigAPIVersion {
 		return base, inputErrorf("config file %s: apiVersion %q is not supported, use %s", file, cfg.APIVersion, ConfigAPIVersion)
@@ -307,6 +326,126 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	base.ConfigFile = file
 	return base, nil
 }
+
+// readConfigFile reads file, refusing a directory, an empty file and one larger than
+// maxConfigFileSize, which it does not read further.
+func readConfigFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, inputErrorf("--%s: %w", FlagConfig, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, inputErrorf("--%s: %w", FlagConfig, err)
+	}
+	if info.IsDir() {
+		return nil, inputErrorf("--%s %s is a directory: give the config file's path", FlagConfig, file)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileSize+1))
+	switch {
+	case err != nil:
+		return nil, inputErrorf("--%s: read %s: %w", FlagConfig, file, err)
+	case len(data) > maxConfigFileSize:
+		return nil, inputErrorf("config file %s is larger than the limit of %d MiB for a config file: is it the right file?", file, maxConfigFileSize>>20)
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, inputErrorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
+	}
+	return data, nil
+}
+
+// undecodableKey names the key whose value failed to decode, and what it should be: the decoder
+// names a Go struct field at best ("configFile.Options.qps"), and a bad duration not at all. It
+// decodes the keys one by one, with encoding/json for its typed errors.
+func undecodableKey(jsonData []byte, err error) error {
+	var keys map[string]json.RawMessage
+	if kerr := json.Unmarshal(jsonData, &keys); kerr != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(kerr, &typeErr) {
+			return valueError{problem: "got " + jsonKind(typeErr.Value) + `, want a mapping of options such as "dry-run: none"`, err: err}
+		}
+		return err
+	}
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		one, merr := json.Marshal(map[string]json.RawMessage{key: keys[key]})
+		if merr != nil {
+			return merr
+		}
+		scratch := DefaultOptions()
+		kerr := json.Unmarshal(one, &configFile{Options: &scratch})
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case kerr == nil:
+			continue
+		case errors.As(kerr, &typeErr):
+			at := cmp.Or(strings.TrimPrefix(typeErr.Field, "Options."), key)
+			return valueError{at: at, problem: "got " + jsonKind(typeErr.Value) + ", want " + goKind(typeErr.Type), err: err}
+		default:
+			return fmt.Errorf("%s: %w", key, kerr)
+		}
+	}
+	return err
+}
+
+// jsonKind says what the decoder's description of a JSON value ("array", "number -5") is, in the
+// words of YAML.
+func jsonKind(value string) string {
+	kind, _, _ := strings.Cut(value, " ")
+	switch kind {
+	case "array":
+		return "a list"
+	case "object":
+		return "a mapping"
+	case "bool":
+		return "true or false"
+	case "number", "string":
+		return "a " + value
+	}
+	return value
+}
+
+// goKind says what a YAML value for a field of type t must be.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	}
+	return t.String()
+}
+
+// valueError is a value of the config file that does not decode: at which key, if any, and why, in
+// words; err is the decoder's error.
+type valueError struct {
+	at, problem string
+	err         error
+}
+
+func (e valueError) Error() string {
+	if e.at == "" {
+		return e.problem
+	}
+	return e.at + ": " + e.problem
+}
+
+func (e valueError) Unwrap() error { return e.err }
+
+// decodeError is a decoding error without the decoder's "json: " prefix, which means nothing to
+// whoever wrote YAML.
+type decodeError struct{ err error }
+
+func (e decodeError) Error() string { return strings.TrimPrefix(e.err.Error(), "json: ") }
+
+func (e decodeError) Unwrap() error { return e.err }
 
 // decodeRuleConfigs decodes the "rules" section: one entry per rule, each decoded by its
 // registration, strictly.
@@ -337,6 +476,12 @@ func decodeRuleConfigs(sections map[string]json.RawMessage, o *Options) error {
 func (o Options) Validate() error {
 	errs := o.validateValues()
 	errs = append(errs, o.validatePatterns()...)
+	if len(o.ProtectedNamespaces) == 0 {
+		// An empty list (--protected-namespaces=, or [] in the file) is more likely a slip than a
+		// wish to let actions reach kube-system.
+		errs = append(errs, fmt.Errorf("--%s is empty: name the namespaces no action may reach (default %s)",
+			FlagProtectedNamespaces, strings.Join(DefaultOptions().ProtectedNamespaces, ",")))
+	}
 	if o.ReportFile != "" {
 		if info, err := os.Stat(filepath.Dir(o.ReportFile)); err != nil || !info.IsDir() {
 			errs = append(errs, fmt.Errorf("--%s %s: its directory does not exist", FlagReportFile, o.ReportFile))

@@ -1,7 +1,12 @@
 package sweeper
 
 import (
+	"context"
+	"encoding/pem"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -47,11 +54,15 @@ func TestValidate(t *testing.T) {
 		{"unhealthy-zone-threshold above 1", func(o *Options) { o.UnhealthyZoneThreshold = 1.5 }, "--unhealthy-zone-threshold 1.5 is invalid"},
 		{"resource pattern", func(o *Options) { o.IncludeResources = []string{"[pods"} }, `--include-resources: pattern "[pods" is invalid`},
 		{"empty pattern", func(o *Options) { o.ExcludeNamespaces = []string{""} }, `--exclude-namespaces: pattern "" is invalid`},
+		{"no protected namespaces", func(o *Options) { o.ProtectedNamespaces = []string{} }, "--protected-namespaces is empty: name the namespaces no action may reach"},
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},
 		{"log-level", func(o *Options) { o.LogLevel = "loud" }, `--log-level "loud" is invalid`},
 		{"pushgateway-url", func(o *Options) { o.PushgatewayURL = "pushgateway:9091" }, `--pushgateway-url "pushgateway:9091" is invalid: use http(s)://host:port`},
 		{"pushgateway-timeout", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushgatewayTimeout.Duration = 0 }, "--pushgateway-timeout 0s is invalid"},
 		{"require-push without url", func(o *Options) { o.RequirePush = true }, "--require-push needs --pushgateway-url"},
+		{"grouping without url", func(o *Options) { o.PushGrouping = []string{"region=eu"} }, "--push-grouping needs --pushgateway-url"},
+		{"ca file without url", func(o *Options) { o.PushgatewayCAFile = "/etc/hostname" }, "--pushgateway-ca-file needs --pushgateway-url"},
+		{"timeout without url", func(o *Options) { o.PushgatewayTimeout.Duration = 0 }, "--pushgateway-timeout 0s is invalid"},
 		{"username without password", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushgatewayUsername = "u" }, "--pushgateway-username and --pushgateway-password-file go together"},
 		{"basic and bearer", func(o *Options) {
 			o.PushgatewayURL, o.PushgatewayUsername, o.PushgatewayPasswordFile, o.PushgatewayBearerTokenFile = "http://pg:9091", "u", "/etc/hostname", "/etc/hostname"
@@ -119,8 +130,12 @@ func TestLoadConfigFileErrors(t *testing.T) {
 		{"flag-only key", "kubeconfig: /tmp/k\n", `unknown field "kubeconfig"`},
 		{"duplicate key", "qps: 1\nqps: 2\n", `"qps" already set in map`},
 		{"bad YAML", "dry-run: [none\n", "yaml: line"},
-		{"wrong type", "max-actions: many\n", "max-actions"},
-		{"bad duration", "timeout: soon\n", "soon"},
+		{"wrong type", "max-actions: many\n", "max-actions: got a string, want a whole number"},
+		{"wrong type, nested", "finalizers: [{pattern: x/y, controllers: deployment}]\n", "finalizers.controllers: got a string, want a list"},
+		{"a fraction for a whole number", "concurrency: 1.5\n", "concurrency: got a number 1.5, want a whole number"},
+		{"bad duration", "timeout: soon\n", `timeout: time: invalid duration "soon"`},
+		{"a list", "- qps: 1\n", `got a list, want a mapping of options such as "dry-run: none"`},
+		{"a string", "qps\n", "got a string, want a mapping of options"},
 		{"apiVersion", "apiVersion: v1\n", `apiVersion "v1" is not supported`},
 		{"kind", "kind: ConfigMap\n", `kind "ConfigMap" is not supported`},
 	}
@@ -140,6 +155,131 @@ func TestLoadConfigFileErrors(t *testing.T) {
 	var input *InputError
 	require.True(t, errors.As(err, &input))
 	assert.Contains(t, err.Error(), "no such file")
+}
+
+// TestConfigFileTypos: every unknown key is named, one a line, not only the first.
+func TestConfigFileTypos(t *testing.T) {
+	file := writeFile(t, "max-action: 3\nqpss: 2\n")
+	_, err := LoadConfigFile(file, DefaultOptions())
+	var input *InputError
+	require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+	assert.Equal(t, "config file "+file+`: unknown field "max-action"`+"\nconfig file "+file+`: unknown field "qpss"`, err.Error())
+}
+
+// TestNoConfigFile: what is no config file at all is refused before it is parsed.
+func TestNoConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, file, wantErr string
+	}{
+		{"directory", dir, "--config " + dir + " is a directory"},
+		{"empty", writeFile(t, ""), "is empty: set at least one option in it, or leave out --config"},
+		{"blank", writeFile(t, "\n  \n"), "is empty"},
+		{"comments only", writeFile(t, "# dry-run: none\n"), "is empty"},
+		{"larger than the limit", writeFile(t, "qps: 1\n"+strings.Repeat("#", maxConfigFileSize)), "is larger than the limit of 1 MiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfigFile(tt.file, DefaultOptions())
+			var input *InputError
+			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			assert.Contains(t, err.Error(), tt.file)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+	_, err := LoadConfigFile(writeFile(t, "qps: 1\n"+strings.Repeat("#", maxConfigFileSize-len("qps: 1\n"))), DefaultOptions())
+	assert.NoError(t, err, "a file of the limit's size is read")
+}
+
+// kubeconfigFile writes a kubeconfig for server, changed by mutate, and returns its path.
+func kubeconfigFile(t *testing.T, server string, caData []byte, mutate func(*clientcmdapi.Config)) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	if mutate != nil {
+		mutate(cfg)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+func TestLoadRESTConfigErrors(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	dir := t.TempDir()
+	tests := []struct {
+		name       string
+		kubeconfig string
+		wantErr    string
+	}{
+		{"not a kubeconfig", writeFile(t, "apiVersion: v1\nkind: Config\n"), "defines no cluster: is it a kubeconfig file?"},
+		{"no current-context", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) { c.CurrentContext = "" }),
+			"has no current-context: set it, or pass --context"},
+		{"certificate-authority a directory", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) {
+			c.Clusters["c"].CertificateAuthority = dir
+		}), "kubeconfig: certificate-authority " + dir + ": read " + dir + ": is a directory"},
+		{"certificate-authority not PEM", kubeconfigFile(t, "https://127.0.0.1:1", []byte("junk"), nil),
+			"kubeconfig: certificate-authority (data) holds no PEM certificate"},
+		{"client certificate not PEM", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) {
+			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("junk"), ClientKeyData: []byte("junk")}
+		}), "kubeconfig: client-certificate and client-key: tls: failed to find any PEM data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := LoadRESTConfig(tt.kubeconfig, "")
+			var input *InputError
+			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "a")+string(filepath.ListSeparator)+filepath.Join(dir, "b"))
+	_, _, err := LoadRESTConfig("", "")
+	require.Error(t, err)
+	assert.Equal(t, "$KUBECONFIG "+os.Getenv("KUBECONFIG")+" defines no cluster: its files are missing or empty", err.Error())
+}
+
+// TestPingSaysWhatToFix: each way the first request fails points at the part of the kubeconfig
+// to change.
+func TestPingSaysWhatToFix(t *testing.T) {
+	unauthorized := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
+	}))
+	defer unauthorized.Close()
+	caData := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: unauthorized.Certificate().Raw})
+	// httptest's certificate is for 127.0.0.1 and example.com, not for localhost.
+	misnamed := strings.Replace(unauthorized.URL, "127.0.0.1", "localhost", 1)
+	tests := []struct {
+		name       string
+		kubeconfig string
+		wantErr    string
+	}{
+		{"rejected credentials", kubeconfigFile(t, unauthorized.URL, caData, nil), "the API server at " + unauthorized.URL + " rejected the kubeconfig's credentials"},
+		{"a certificate for another name", kubeconfigFile(t, misnamed, caData, nil),
+			"the kubeconfig's certificate-authority does not vouch for the API server at " + misnamed},
+		{"nothing listens", kubeconfigFile(t, "https://127.0.0.1:1", caData, nil), "cannot reach the API server at https://127.0.0.1:1"},
+		{"credentials plugin fails", kubeconfigFile(t, unauthorized.URL, caData, func(c *clientcmdapi.Config) {
+			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+				APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/false", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}
+		}), "kubeconfig: no request could be sent to the API server at " + unauthorized.URL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, err := LoadRESTConfig(tt.kubeconfig, "")
+			require.NoError(t, err)
+			clients, err := NewClients(cfg, DefaultOptions(), slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			err = clients.Ping(context.Background(), cfg.Host)
+			var input *InputError
+			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
 }
 
 func TestRuleSet(t *testing.T) {

@@ -70,14 +70,26 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // Validate returns every problem of the push options.
 func (o PushOptions) Validate() []error {
-	if o.PushgatewayURL == "" {
-		if o.RequirePush {
-			return []error{fmt.Errorf("--%s needs --%s (or SWEEPER_PUSHGATEWAY_URL)", FlagRequirePush, FlagPushgatewayURL)}
-		}
-		return nil
-	}
 	var errs []error
-	if u, err := url.Parse(o.PushgatewayURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if o.PushgatewayURL == "" {
+		// Settings of a push that will not happen are a slip: the URL is missing, or they are.
+		for _, set := range []struct {
+			flag string
+			set  bool
+		}{
+			{FlagRequirePush, o.RequirePush},
+			{FlagPushgatewayUsername, o.PushgatewayUsername != ""},
+			{FlagPushgatewayPasswordFile, o.PushgatewayPasswordFile != ""},
+			{FlagPushgatewayBearerTokenFile, o.PushgatewayBearerTokenFile != ""},
+			{FlagPushgatewayCAFile, o.PushgatewayCAFile != ""},
+			{FlagPushgatewayInsecureSkipVerify, o.PushgatewayInsecureSkipVerify},
+			{FlagPushGrouping, len(o.PushGrouping) > 0},
+		} {
+			if set.set {
+				errs = append(errs, fmt.Errorf("--%s needs --%s (or SWEEPER_PUSHGATEWAY_URL)", set.flag, FlagPushgatewayURL))
+			}
+		}
+	} else if u, err := url.Parse(o.PushgatewayURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--%s %q is invalid: use http(s)://host:port", FlagPushgatewayURL, o.PushgatewayURL))
 	}
 	if o.PushgatewayTimeout.Duration <= 0 {
@@ -116,14 +128,15 @@ func (o PushOptions) Validate() []error {
 // pushMetrics pushes the run's metrics to the Pushgateway. A successful run replaces the whole
 // group (PUT), so that no series of an earlier run lingers. A failed run replaces only the
 // families it pushes (POST) and leaves out the last success timestamp, which so survives.
-func (o PushOptions) pushMetrics(ctx context.Context, cluster string, report *Report, ruleNames []string) error {
+func (o PushOptions) pushMetrics(ctx context.Context, cluster string, report *Report, enabled []ruleMetrics) error {
 	succeeded := !report.Failed()
 	pusher, err := o.newPusher(cluster)
 	if err != nil {
 		return err
 	}
-	pusher = pusher.Gatherer(registry(report, ruleNames, succeeded))
-	ctx, cancel := context.WithTimeout(ctx, o.PushgatewayTimeout.Duration)
+	pusher = pusher.Gatherer(registry(report, enabled, succeeded))
+	// A deadline of its own: a run that was interrupted or ran out of time still says so.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.PushgatewayTimeout.Duration)
 	defer cancel()
 	if succeeded {
 		err = pusher.PushContext(ctx)

@@ -31,6 +31,7 @@ const (
 	StageInventory = "inventory"
 	StageObserve   = "observe"
 	StagePlan      = "plan"
+	StageApply     = "apply"
 	StagePush      = "push"
 )
 
@@ -66,6 +67,10 @@ type Summary struct {
 	Applied  int `json:"applied"`
 	Failed   int `json:"failed"`
 	Skipped  int `json:"skipped"`
+	// Incomplete says the run could not observe everything, although no stage failed: an API
+	// group's discovery or a list failed after retries (errors names each, stage inventory or
+	// observe). Nothing is concluded from what was not fully listed, so findings may be missing.
+	Incomplete bool `json:"incomplete"`
 	// StuckNamespaces counts the Terminating namespaces stuck for longer than
 	// --min-terminating-age by root cause: the rule of a finding at the end of a chain of
 	// blockedBy that calls for an action or warns (orphaned-finalizers, dead-apiservices, …),
@@ -113,15 +118,15 @@ type ActionSummary struct {
 
 // ReportError is a problem that kept part of the run from being done.
 type ReportError struct {
-	// Stage is where it happened: inventory, observe, plan or push.
+	// Stage is where it happened: inventory, observe, plan, apply or push.
 	Stage string `json:"stage"`
 	// Rule is the rule that failed, for a problem of one rule.
 	Rule string `json:"rule,omitempty"`
 	// Resource is what could not be read: an API group version (inventory) or a list (observe).
 	Resource string `json:"resource,omitempty"`
 	Message  string `json:"message"`
-	// Fatal says the problem fails the run (exit 1): a whole stage failed, or a push that
-	// --require-push requires.
+	// Fatal says the problem fails the run (exit 1): a whole stage failed, a rule failed, the run
+	// was interrupted, or a push that --require-push requires failed.
 	Fatal bool `json:"fatal,omitempty"`
 }
 
@@ -289,8 +294,12 @@ func (r *Report) printTable(w io.Writer) error {
 
 func (r *Report) summaryLine() string {
 	s := r.Summary
-	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %d errors;%s cluster %s, mode %s, %s.",
-		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, len(r.Errors), r.stuckNamespacesLine(),
+	errors := fmt.Sprintf("%d errors", len(r.Errors))
+	if s.Incomplete {
+		errors += " (incomplete: not everything could be listed)"
+	}
+	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %s;%s cluster %s, mode %s, %s.",
+		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, errors, r.stuckNamespacesLine(),
 		dash(r.Metadata.Cluster), r.Metadata.Mode, r.Metadata.EndTime.Sub(r.Metadata.StartTime.Time).Round(time.Millisecond))
 }
 

@@ -38,7 +38,7 @@ func testReport() *Report {
 	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "dry",
 		Action: rules.RemoveFinalizers{Finalizers: []string{"y"}}}, Result{Outcome: OutcomeDryRun})
 	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"},
-		ReportError{Stage: StagePlan, Rule: "orphans", Message: "rule panicked: boom", Fatal: true})
+		ReportError{Stage: StagePlan, Rule: "broken", Message: "rule panicked: boom", Fatal: true})
 	r.Metadata.EndTime.Time = start.Add(1500 * time.Millisecond)
 	return r
 }
@@ -77,7 +77,7 @@ func TestReportJSONShape(t *testing.T) {
 	assert.JSONEq(t, `"sweeper.operator-sweeper.io/v1alpha1"`, string(doc["apiVersion"]))
 	assert.JSONEq(t, `"SweepReport"`, string(doc["kind"]))
 	assert.Equal(t, []string{"cluster", "endTime", "mode", "startTime", "version"}, keys(t, doc["metadata"]))
-	assert.Equal(t, []string{"applied", "failed", "findings", "planned", "resources", "scanned", "skipped"}, keys(t, doc["summary"]))
+	assert.Equal(t, []string{"applied", "failed", "findings", "incomplete", "planned", "resources", "scanned", "skipped"}, keys(t, doc["summary"]))
 
 	var findings []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc["findings"], &findings))
@@ -134,9 +134,9 @@ orphans             ConfigMap   shop/a|b         Delete               skipped (l
 orphans             ConfigMap   shop/a|b         SetOwnerReferences   failed            owner
 orphans             ConfigMap   shop/a|b         RemoveFinalizers     dry-run           dry
 
-STAGE          RULE      RESOURCE   ERROR
-observe        -         pods       forbidden
-plan (fatal)   orphans   -          rule panicked: boom
+STAGE          RULE     RESOURCE   ERROR
+observe        -        pods       forbidden
+plan (fatal)   broken   -          rule panicked: boom
 
 5 findings (1 planned, 1 applied, 1 failed, 1 skipped) in 42 objects of 3 resource types; 2 errors; cluster prod, mode client, 1.5s.
 `, out.String())
@@ -153,7 +153,7 @@ func TestReportMarkdown(t *testing.T) {
 	assert.Contains(t, md, "# Sweep report\n")
 	assert.Contains(t, md, "| stuck-terminating | info | ConfigMap shop/a\\|b | - | - | terminating for 1h | finalizers: x |", "cells are escaped")
 	assert.Contains(t, md, "| orphans | warning | ConfigMap shop/a\\|b | Delete | skipped (limit) | pod lost |  |")
-	assert.Contains(t, md, "## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n| observe | - | pods | forbidden |\n| plan (fatal) | orphans | - | rule panicked: boom |")
+	assert.Contains(t, md, "## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n| observe | - | pods | forbidden |\n| plan (fatal) | broken | - | rule panicked: boom |")
 	assert.Contains(t, md, "| 2026-11-23T12:00:00Z | 2026-11-23T12:00:01Z | v1.2.3 |")
 }
 

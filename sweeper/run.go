@@ -3,10 +3,12 @@ package sweeper
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -39,7 +41,7 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	defer cancel()
 	report := engine.Run(runCtx)
 	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
-	return opts.finish(ctx, report, enabledNames(engine.Rules), streams.Out, engine.Logger)
+	return opts.finish(ctx, report, enabledRules(engine.Rules), streams.Out, engine.Logger)
 }
 
 // connect validates opts, connects to the cluster and builds the engine, with the context of the
@@ -84,9 +86,9 @@ func connect(ctx context.Context, opts *Options, streams Streams) (*Engine, cont
 
 // finish pushes the metrics, prints the report and writes the report file, and says how the run
 // ended.
-func (o Options) finish(ctx context.Context, report *Report, ruleNames []string, out io.Writer, logger *slog.Logger) error {
+func (o Options) finish(ctx context.Context, report *Report, enabled []ruleMetrics, out io.Writer, logger *slog.Logger) error {
 	if o.PushgatewayURL != "" {
-		if err := o.pushMetrics(ctx, o.Cluster, report, ruleNames); err != nil {
+		if err := o.pushMetrics(ctx, o.Cluster, report, enabled); err != nil {
 			logger.ErrorContext(ctx, "metrics not pushed", "error", err)
 			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: err.Error(), Fatal: o.RequirePush})
 		} else {
@@ -108,14 +110,6 @@ func (o Options) finish(ctx context.Context, report *Report, ruleNames []string,
 		return fmt.Errorf("%w: %d findings (--%s)", ErrFindings, report.Summary.Findings, FlagFailOnFindings)
 	}
 	return nil
-}
-
-func enabledNames(ruleSet []rules.Rule) []string {
-	names := make([]string, 0, len(ruleSet))
-	for _, r := range ruleSet {
-		names = append(names, r.Name())
-	}
-	return names
 }
 
 func newLogger(opts Options, w io.Writer) *slog.Logger {
@@ -162,6 +156,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 
 	inv, err := e.inventory(ctx)
 	report.Errors = append(report.Errors, inv.problems...)
+	report.Summary.Incomplete = len(inv.problems) > 0 || err != nil
 	for _, p := range inv.problems {
 		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "groupVersion", p.Resource, "error", p.Message)
 	}
@@ -174,6 +169,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	start := e.Clock.Now()
 	view, problems, err := e.observe(ctx, inv, e.contentPlans())
 	report.Errors = append(report.Errors, problems...)
+	report.Summary.Incomplete = report.Summary.Incomplete || len(problems) > 0 || err != nil
 	for _, p := range problems {
 		e.Logger.WarnContext(ctx, "list failed; the resource is not fully observed", "gvr", p.Resource, "error", p.Message)
 	}
@@ -256,8 +252,7 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 	for i, rule := range e.Rules {
 		findings, err := planSafely(ctx, rule, view)
 		if err != nil {
-			e.Logger.ErrorContext(ctx, "rule failed", "rule", rule.Name(), "error", err)
-			report.Errors = append(report.Errors, ReportError{Stage: StagePlan, Rule: rule.Name(), Message: err.Error()})
+			e.ruleFailed(ctx, report, rule, err)
 			continue
 		}
 		for _, f := range findings {
@@ -276,10 +271,30 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 	return planned
 }
 
+// ruleFailed records a rule that panicked: a bug, which fails the run (exit 1), although the
+// other rules' findings are reported and their actions taken.
+func (e *Engine) ruleFailed(ctx context.Context, report *Report, rule rules.Rule, err error) {
+	var panicked *rulePanic
+	stack := ""
+	if errors.As(err, &panicked) {
+		stack = panicked.stack
+	}
+	e.Logger.ErrorContext(ctx, "rule failed", "rule", rule.Name(), "error", err, "stack", stack)
+	report.Errors = append(report.Errors, ReportError{Stage: StagePlan, Rule: rule.Name(), Message: err.Error(), Fatal: true})
+}
+
+// rulePanic is a panic of a rule's Plan, with the stack for the log.
+type rulePanic struct {
+	value any
+	stack string
+}
+
+func (p *rulePanic) Error() string { return fmt.Sprintf("rule panicked: %v", p.value) }
+
 func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (findings []rules.Finding, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("rule panicked: %v", r)
+			err = &rulePanic{value: r, stack: string(debug.Stack())}
 		}
 	}()
 	return rule.Plan(ctx, view), nil
@@ -296,7 +311,7 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
 	protected := patterns(e.Options.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
-	taken := 0
+	taken, interrupted := 0, 0
 	for _, f := range planned {
 		res, take := e.limit(protected, f, done)
 		if take {
@@ -305,16 +320,18 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		if take && e.Options.MaxActions > 0 && taken >= e.Options.MaxActions {
 			res, take = skipped(ReasonLimit, "--%s=%d reached", FlagMaxActions, e.Options.MaxActions), false
 		}
+		if take && ctx.Err() != nil {
+			res, take = skipped(ReasonInterrupted, "the run was interrupted (%v) before this action; the next run takes it", context.Cause(ctx)), false
+			interrupted++
+		}
 		if take {
-			holds, evidence := confirmer.Confirm(ctx, f.Facts)
-			if holds {
+			var attempted bool
+			if res, attempted = e.act(ctx, confirmer, applier, view, f); attempted {
 				taken++
-				res = applier.Apply(ctx, f.rule, view, f.Finding)
-			} else {
-				res = skipped(ReasonStale, "what the action rests on no longer holds, read again right before it")
 			}
-			res.Evidence = append(evidence, res.Evidence...)
-			e.logAction(ctx, f, res)
+			if res.Reason == ReasonRuleFailed {
+				e.ruleFailed(ctx, report, f.rule, errors.New(res.Detail))
+			}
 		}
 		switch res.Outcome {
 		case OutcomePlanned, OutcomeDryRun, OutcomeApplied:
@@ -322,6 +339,35 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		}
 		report.addFinding(f.Finding, res)
 	}
+	if interrupted > 0 {
+		e.Logger.ErrorContext(ctx, "run interrupted; actions left for the next run", "taken", taken, "left", interrupted, "cause", context.Cause(ctx))
+		report.Errors = append(report.Errors, ReportError{Stage: StageApply, Fatal: true,
+			Message: fmt.Sprintf("interrupted (%v) after %d actions; %d were not taken, the next run takes them", context.Cause(ctx), taken, interrupted)})
+	}
+}
+
+// inFlightGrace is how long an action under way when the run is interrupted (SIGTERM, --timeout)
+// may take to finish: a write is never cut off between sending and reading its answer if that
+// can be helped. With the push's own deadline, it fits Kubernetes' default 30 s grace period.
+const inFlightGrace = 10 * time.Second
+
+// act confirms the facts of an action, live, and carries it out if they hold (attempted). It runs
+// to its end even when ctx is cancelled meanwhile, for up to inFlightGrace.
+func (e *Engine) act(ctx context.Context, confirmer *Confirmer, applier *Applier, view *rules.View, f plannedFinding) (res Result, attempted bool) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(inFlightGrace, cancel) })
+	defer stop()
+
+	holds, evidence := confirmer.Confirm(actx, f.Facts)
+	if holds {
+		res = applier.Apply(actx, f.rule, view, f.Finding)
+	} else {
+		res = skipped(ReasonStale, "what the action rests on no longer holds, read again right before it")
+	}
+	res.Evidence = append(evidence, res.Evidence...)
+	e.logAction(ctx, f, res)
+	return res, holds
 }
 
 // limit says why an action is not taken in this run, or that it may be (take): no opt-in, a

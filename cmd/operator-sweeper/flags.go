@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -64,14 +65,33 @@ func parseWith(args []string, extra func(*pflag.FlagSet)) (sweeper.Options, *pfl
 			return base, fs, err
 		}
 	}
-	if url, ok := os.LookupEnv(pushgatewayURLEnv); ok && url != "" {
-		base.PushgatewayURL = url
+	envURL := os.Getenv(pushgatewayURLEnv)
+	if envURL != "" {
+		base.PushgatewayURL = envURL
 	}
 	fs, _ = newFlagSet(&base, extra)
 	if err := fs.Parse(args); err != nil {
 		return base, fs, err
 	}
+	if envURL != "" && !fs.Changed(sweeper.FlagPushgatewayURL) {
+		if err := checkPushgatewayURLEnv(envURL); err != nil {
+			return base, fs, err
+		}
+	}
 	return base, fs, nil
+}
+
+// checkPushgatewayURLEnv checks the URL the environment gave. Validate would name the flag, which
+// the user never passed; the variable is what to change (in the CronJob's overlay, usually).
+func checkPushgatewayURLEnv(value string) error {
+	u, err := url.Parse(value)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s %q is invalid: use http(s)://host:port: %w", pushgatewayURLEnv, value, err)
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("%s %q is invalid: use http(s)://host:port", pushgatewayURLEnv, value)
+	}
+	return nil
 }
 
 // newFlagSet binds every flag to o; the defaults shown are o's current values.

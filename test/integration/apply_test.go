@@ -2,8 +2,14 @@ package integration
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -316,4 +322,111 @@ func TestApplyWithNothingLeftToRemove(t *testing.T) {
 	assert.Equal(t, "none of the finalizers to remove is on the object any more", res.Detail)
 	assert.Empty(t, f.patches("cm"))
 	assert.Empty(t, f.rec.matching("POST", "/events$"))
+}
+
+// racingRule re-plans as its inner rule does, and, like a controller that keeps writing, changes
+// the object on the server right after each of its first races re-plans, so that each re-planned
+// write loses too.
+type racingRule struct {
+	planRule
+	f     applyFixture
+	t     *testing.T
+	races int
+	plans int
+}
+
+func (r *racingRule) Plan(ctx context.Context, view *rules.View) []rules.Finding {
+	findings := r.planRule.Plan(ctx, view)
+	if r.plans++; r.plans <= r.races {
+		r.f.update(r.t, "cm", func(cm *corev1.ConfigMap) {
+			cm.Finalizers = append(cm.Finalizers, "test.operator-sweeper.io/race-"+strconv.Itoa(r.plans))
+		})
+	}
+	return findings
+}
+
+// TestApplyKeepsReplanningWhileItLosesRaces: a controller that writes the object three more times
+// while the sweeper re-plans does not make the action fail; the fourth re-planned write wins.
+func TestApplyKeepsReplanningWhileItLosesRaces(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+	rule := &racingRule{planRule: releaseA(f.namespace), f: f, t: t, races: 3}
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), rule, view, finding)
+
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, []string{finalizerB, finalizerC, "test.operator-sweeper.io/race-1", "test.operator-sweeper.io/race-2",
+		"test.operator-sweeper.io/race-3"}, f.finalizers(t, "cm"), "every finalizer added concurrently is kept")
+	assert.Len(t, f.patches("cm"), 5, "the first write and three re-planned ones lost, the last won")
+}
+
+// panicOnReplan plans like its inner rule once, and panics when asked again: a rule's bug that
+// only shows after a lost race.
+type panicOnReplan struct {
+	planRule
+	plans int
+}
+
+func (r *panicOnReplan) Plan(ctx context.Context, view *rules.View) []rules.Finding {
+	if r.plans++; r.plans > 1 {
+		panic("boom")
+	}
+	return r.planRule.Plan(ctx, view)
+}
+
+func TestApplyReportsARuleThatPanicsWhenReplanning(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA)
+	rule := &panicOnReplan{planRule: releaseA(f.namespace)}
+	view, finding := plan(t, rule, obj)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), rule, view, finding)
+
+	assert.Equal(t, sweeper.OutcomeFailed, res.Outcome)
+	assert.Equal(t, sweeper.ReasonRuleFailed, res.Reason)
+	assert.Contains(t, res.Detail, "rule panicked: boom")
+	assert.Equal(t, []string{finalizerA, finalizerC}, f.finalizers(t, "cm"), "nothing written on the panicking re-plan")
+}
+
+// TestApplyJudgesAWriteWhoseAnswerWasLost: the patch reaches the server, but the connection drops
+// before the answer. The sweeper neither resends blindly nor reports a failure: it re-reads the
+// object, sees the finalizer gone, and reports the action applied.
+func TestApplyJudgesAWriteWhoseAnswerWasLost(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+	applier := f.applier(sweeper.DryRunNone)
+	applier.Metadata = lossyMetadata(t, f.rec)
+
+	res := applier.Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Contains(t, strings.Join(res.Evidence, "\n"), "read again, the object shows it was done")
+	assert.Equal(t, []string{finalizerB}, f.finalizers(t, "cm"))
+	assert.Len(t, f.patches("cm"), 1, "the patch was not sent again")
+}
+
+// lossyMetadata is a metadata client whose first PATCH reaches the server, and whose answer is
+// then lost, as on a connection reset.
+func lossyMetadata(t *testing.T, rec *recorder) metadata.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(testCluster.Config)
+	var lost atomic.Bool
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return rec.wrap(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && req.Method == http.MethodPatch && !lost.Swap(true) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				return nil, syscall.ECONNRESET
+			}
+			return resp, err
+		}))
+	}
+	client, err := metadata.NewForConfig(cfg)
+	require.NoError(t, err)
+	return client
 }

@@ -121,7 +121,8 @@ func TestAPanickingRuleIsReportedAndTheOthersRun(t *testing.T) {
 	report := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, stuckTerminating(t, 0)).Run(context.Background())
 
 	require.Len(t, report.Errors, 1)
-	assert.Equal(t, sweeper.ReportError{Stage: "plan", Rule: "panicking", Message: "rule panicked: boom"}, report.Errors[0])
+	assert.Equal(t, sweeper.ReportError{Stage: "plan", Rule: "panicking", Message: "rule panicked: boom", Fatal: true}, report.Errors[0])
+	assert.True(t, report.Failed(), "a rule's bug fails the run")
 	assert.Len(t, findingsIn(report, ns), 2)
 }
 

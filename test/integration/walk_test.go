@@ -183,6 +183,34 @@ func TestExcludedNamespacesAreNotListed(t *testing.T) {
 	}
 }
 
+// TestManyExcludedNamespacesFilterClientSide: a field selector naming each of 120 excluded
+// namespaces would make an URL of some 10 KiB, which proxies on the way refuse (414). Past a
+// length, the lists carry no field selector and the namespaces are filtered on the sweeper's side.
+func TestManyExcludedNamespacesFilterClientSide(t *testing.T) {
+	kept := newNamespace(t, "kept")
+	terminate(t, kept, stuckPair)
+	var excluded []string
+	for i := range 120 {
+		ns := newNamespace(t, fmt.Sprintf("excluded-with-a-long-name-%03d", i))
+		excluded = append(excluded, ns)
+	}
+	terminate(t, excluded[0], stuckPair)
+
+	opts := testOptions("")
+	opts.ExcludeNamespaces = excluded
+	rec := &recorder{}
+	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
+
+	require.Empty(t, report.Errors)
+	assert.Len(t, findingsIn(report, kept), 2)
+	assert.Empty(t, findingsIn(report, excluded[0]), "filtered on the sweeper's side")
+	configMapLists := rec.matching("GET", "^/api/v1/configmaps$")
+	require.NotEmpty(t, configMapLists)
+	for _, req := range configMapLists {
+		assert.Empty(t, req.Query.Get("fieldSelector"))
+	}
+}
+
 func TestIncludedNamespacesAreListedOneByOne(t *testing.T) {
 	kept, other := newNamespace(t, "kept"), newNamespace(t, "other")
 	terminate(t, kept, stuckPair)
