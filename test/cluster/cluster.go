@@ -40,6 +40,7 @@ type Cluster struct {
 	LogDir string
 
 	env       *envtest.Environment
+	clientCA  *clientCA
 	dir       string
 	assets    string
 	processes []*Process
@@ -65,13 +66,19 @@ func StartWith(components Components) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	ca, err := newClientCA()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds}
+	// Our CA, not envtest's, authenticates clients: envtest keeps its CA's key to itself.
+	env.ControlPlane.GetAPIServer().SecureServing.Authn = ca
 	components.configure(env)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c := &Cluster{Config: cfg, env: env, assets: assets}
+	c := &Cluster{Config: cfg, env: env, assets: assets, clientCA: ca}
 	if err := c.init(); err != nil {
 		_ = env.Stop()
 		return nil, err
