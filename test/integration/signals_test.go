@@ -1,0 +1,168 @@
+package integration
+
+import (
+	"maps"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
+)
+
+// The signal tests interrupt the binary while it applies: Kubernetes sends SIGTERM to a Job's pod
+// that is deleted or runs past activeDeadlineSeconds, and SIGKILL after the grace period, or
+// when the node dies. Whatever the signal, every action is one request that is done or not, and
+// the next run finishes the job.
+
+// slowApply are flags that make the binary apply about ten actions a second (a patch and an
+// Event each, under one rate limit): a thousand take well over a minute, time enough to
+// interrupt it mid-apply.
+var slowApply = []string{"--qps=20", "--burst=20"}
+
+// fastApply are flags for the run that finishes the job: at the default rate the remaining
+// hundreds of actions would take most of a minute.
+var fastApply = []string{"--qps=500", "--burst=1000"}
+
+// TestSIGTERMWhileApplying: SIGTERM in the middle of a thousand releases. The binary stops taking
+// actions, lets the one in flight finish, prints the whole report (what was done applied, the
+// rest skipped as interrupted, the interruption a fatal error of the apply stage), pushes its
+// metrics although its context is cancelled, and exits 1 within seconds. What the report says
+// was applied is exactly what the API server shows released; a second run does the rest, and
+// nothing twice.
+func TestSIGTERMWhileApplying(t *testing.T) {
+	const total = 1000
+	ns := newNamespace(t)
+	seedOrphans(t, ns, total, func(int) []string { return []string{syslogNGFinalizer} })
+	gw := startGateway(t, pushgateway.Options{})
+	clusterName := "sigterm-" + ns
+	args := []string{"--config", orphansConfig(t, ns), "--dry-run=none", "--max-actions=0", "--include-namespaces=" + ns,
+		"--min-terminating-age=0s", "--min-age=0s", "--cluster", clusterName, "--pushgateway-url", gw.URL, "--log-level=warn"}
+
+	first := startSweeper(t, slices.Concat(args, slowApply, []string{"-o", "json"})...)
+	releasedAtSignal := waitReleased(t, first, ns, total, 50, 60*time.Second)
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGTERM))
+	signalled := time.Now()
+	code := first.wait(t, 10*time.Second)
+	t.Logf("SIGTERM with %d released; exit %d after %s", releasedAtSignal, code, time.Since(signalled).Round(time.Millisecond))
+	assert.Equal(t, 1, code, "an interrupted run fails; stderr:\n%s", first.stderr.String())
+
+	report := first.report(t)
+	onServer := finalizersOnServer(t, ns)
+	findings := orphanFindings(t, report, ns)
+	require.Len(t, findings, total, "every object was observed before the signal, so every one has its finding")
+	groups := byOutcome(findings)
+	applied, skipped := groups[string(sweeper.OutcomeApplied)], groups[string(sweeper.OutcomeSkipped)+"/"+string(sweeper.ReasonInterrupted)]
+	assert.Equal(t, total, len(applied)+len(skipped), "applied or skipped as interrupted, nothing else: %v", outcomeCounts(groups))
+	assert.GreaterOrEqual(t, len(applied), releasedAtSignal, "what was released before the signal is in the report")
+	assert.Equal(t, len(applied), report.Summary.Applied)
+	assert.Equal(t, len(skipped), report.Summary.Skipped, "only the interrupted are skipped")
+	assert.Zero(t, report.Summary.Failed, "an in-flight write finishes: it is not failed")
+	// The report and the API server agree, object by object: the write in flight at the signal
+	// finished and is reported applied; nothing reported skipped was written.
+	assert.Equal(t, total-len(onServer), len(applied), "applied in the report = released on the server")
+	for _, name := range applied {
+		assert.NotContains(t, onServer, name, "reported applied: released")
+	}
+	for _, name := range skipped {
+		assert.Equal(t, []string{syslogNGFinalizer}, onServer[name], "%s reported interrupted: untouched", name)
+		assert.NotEmpty(t, findings[name].Error, "%s: the report says why it was skipped", name)
+	}
+
+	var interruption []sweeper.ReportError
+	for _, e := range report.Errors {
+		if e.Stage == sweeper.StageApply {
+			interruption = append(interruption, e)
+		}
+		assert.NotEqual(t, sweeper.StagePush, e.Stage, "the push is not cancelled with the run: %s", e.Message)
+	}
+	if assert.Len(t, interruption, 1, "one error says the apply stage was interrupted: %v", report.Errors) {
+		assert.True(t, interruption[0].Fatal, "the interruption fails the run")
+		assert.NotEmpty(t, interruption[0].Message)
+		t.Logf("errors[apply]: %s", interruption[0].Message)
+	}
+
+	// The Pushgateway has the interrupted run: when it ran, how it ended, what it did.
+	families := scrape(t, gw)
+	group := map[string]string{"job": sweeper.PushJob, "cluster": clusterName}
+	lastRun := pushgateway.Series(families, "operator_sweeper_last_run_timestamp_seconds", group)
+	if assert.Len(t, lastRun, 1, "the interrupted run pushed its metrics") {
+		for _, v := range lastRun {
+			assert.InDelta(t, float64(report.Metadata.EndTime.Unix()), v, 1)
+		}
+	}
+	assert.Empty(t, pushgateway.Series(families, "operator_sweeper_last_success_timestamp_seconds", group), "an interrupted run is no success")
+	releases := func(outcome, reason string) string {
+		return labelString(map[string]string{"job": sweeper.PushJob, "cluster": clusterName, "instance": "",
+			"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": outcome, "reason": reason})
+	}
+	assert.Equal(t, nonZero(map[string]float64{
+		releases("applied", ""):                                float64(len(applied)),
+		releases("skipped", string(sweeper.ReasonInterrupted)): float64(len(skipped)),
+	}), nonZero(pushgateway.Series(families, "operator_sweeper_actions", map[string]string{"cluster": clusterName, "rule": "orphaned-finalizers"})),
+		"the actions family counts what the report says")
+
+	// The next run does the rest: exactly what the first did not, none of what it did.
+	second, stderr, code := runReport(t, slices.Concat(args, fastApply)...)
+	require.Equal(t, 0, code, stderr)
+	again := orphanFindings(t, second, ns)
+	for _, name := range applied {
+		assert.NotContains(t, again, name, "released by the first run: not acted on again")
+	}
+	secondGroups := byOutcome(again)
+	assert.Len(t, secondGroups[string(sweeper.OutcomeApplied)], total-len(applied), "the remainder is applied: %v", outcomeCounts(secondGroups))
+	assert.Equal(t, skipped, secondGroups[string(sweeper.OutcomeApplied)], "the interrupted ones, and only they")
+	assert.Equal(t, total-len(applied), second.Summary.Applied)
+	assert.Zero(t, countOnServer(t, ns), "all released")
+	assert.Len(t, pushgateway.Series(scrape(t, gw), "operator_sweeper_last_success_timestamp_seconds", group), 1, "the second run succeeded")
+}
+
+// nonZero drops the series that are 0: a family may hold explicit zeros for what did not happen.
+func nonZero(series map[string]float64) map[string]float64 {
+	maps.DeleteFunc(series, func(_ string, v float64) bool { return v == 0 })
+	return series
+}
+
+// TestKill9WhileApplying: SIGKILL leaves no report and no cleanup, only what the API server has:
+// every object is released or untouched, never half released, because each release is one
+// patch of all the finalizers it removes. A second run releases the rest.
+func TestKill9WhileApplying(t *testing.T) {
+	const total = 300
+	ns := newNamespace(t)
+	// Two of logging-operator's finalizers on each: a release that took them off one by one
+	// could be killed between the two.
+	original := []string{syslogNGFinalizer, fluentdFinalizer}
+	seedOrphans(t, ns, total, func(int) []string { return original })
+	args := []string{"--config", orphansConfig(t, ns), "--dry-run=none", "--max-actions=0", "--include-namespaces=" + ns,
+		"--min-terminating-age=0s", "--min-age=0s"}
+
+	first := startSweeper(t, slices.Concat(args, slowApply, []string{"-o", "json"})...)
+	releasedAtKill := waitReleased(t, first, ns, total, 30, 60*time.Second)
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	assert.Equal(t, -1, first.wait(t, 10*time.Second), "killed")
+	assert.Empty(t, first.stdout.String(), "killed before it could print a report")
+
+	onServer := finalizersOnServer(t, ns)
+	remaining := len(onServer)
+	t.Logf("SIGKILL with %d released; %d released when it died, %d remaining", releasedAtKill, total-remaining, remaining)
+	require.Positive(t, remaining, "killed before it was done")
+	for name, finalizers := range onServer {
+		assert.Equal(t, original, finalizers, "%s: released or untouched, never half released", name)
+	}
+
+	report, stderr, code := runReport(t, slices.Concat(args, fastApply)...)
+	require.Equal(t, 0, code, stderr)
+	findings := orphanFindings(t, report, ns)
+	groups := byOutcome(findings)
+	assert.Len(t, findings, remaining, "the released ones are gone: no finding")
+	assert.Len(t, groups[string(sweeper.OutcomeApplied)], remaining, "the rest is applied: %v", outcomeCounts(groups))
+	for name := range findings {
+		assert.Contains(t, onServer, name)
+	}
+	assert.Equal(t, remaining, report.Summary.Applied)
+	assert.Zero(t, countOnServer(t, ns), "all %d released", total)
+}
