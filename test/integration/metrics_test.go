@@ -58,7 +58,8 @@ func single(t *testing.T, families map[string]*dto.MetricFamily, name string, la
 
 // wantSeries is what the findings and actions families must hold for a report: a count per
 // label set, and explicit zeros for the rules' unused severities.
-func wantSeries(report *sweeper.Report, group map[string]string) (findings, actions map[string]float64) {
+func wantSeries(t *testing.T, report *sweeper.Report, group map[string]string) (findings, actions map[string]float64) {
+	t.Helper()
 	key := func(extra ...string) string {
 		labels := map[string]string{}
 		for k, v := range group {
@@ -70,10 +71,21 @@ func wantSeries(report *sweeper.Report, group map[string]string) (findings, acti
 		return labelString(labels)
 	}
 	findings, actions = map[string]float64{}, map[string]float64{}
-	for _, reg := range rules.Registry() { // every rule runs by default
-		rule := reg.Name
+	ruleSet, err := sweeper.DefaultOptions().RuleSet() // every rule runs by default
+	require.NoError(t, err)
+	done := map[sweeper.DryRunMode]sweeper.Outcome{sweeper.DryRunClient: sweeper.OutcomePlanned, sweeper.DryRunServer: sweeper.OutcomeDryRun,
+		sweeper.DryRunNone: sweeper.OutcomeApplied}[report.Metadata.Mode]
+	for _, rule := range ruleSet {
 		for _, severity := range []string{"info", "warning"} {
-			findings[key("rule", rule, "severity", severity)] = 0
+			findings[key("rule", rule.Name(), "severity", severity)] = 0
+		}
+		// Each action a rule may take is there, 0 if none was.
+		if acting, ok := rule.(rules.Authorized); ok {
+			for _, action := range acting.ActionTypes() {
+				for _, outcome := range []sweeper.Outcome{done, sweeper.OutcomeFailed, sweeper.OutcomeSkipped} {
+					actions[key("rule", rule.Name(), "action", action, "outcome", string(outcome), "reason", "")] = 0
+				}
+			}
 		}
 	}
 	for _, f := range report.Findings {
@@ -107,7 +119,7 @@ func TestMetricsArePushed(t *testing.T) {
 	first, stderr, code := runReport(t, args...)
 	require.Equal(t, 0, code, stderr)
 	families := scrape(t, gw)
-	wantFindings, wantActions := wantSeries(first, group)
+	wantFindings, wantActions := wantSeries(t, first, group)
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group))
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group))
 	assert.GreaterOrEqual(t, wantActions[labelString(map[string]string{"job": "operator-sweeper", "cluster": cluster, "region": "eu", "instance": "",
@@ -126,7 +138,7 @@ func TestMetricsArePushed(t *testing.T) {
 	second, stderr, code := runReport(t, args...)
 	require.Equal(t, 0, code, stderr)
 	families = scrape(t, gw)
-	wantFindings, wantActions = wantSeries(second, group)
+	wantFindings, wantActions = wantSeries(t, second, group)
 	assert.Less(t, len(second.Findings), len(first.Findings))
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group), "no stale findings")
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group), "no stale actions")
@@ -144,7 +156,7 @@ func TestMetricsArePushed(t *testing.T) {
 	families = scrape(t, gw)
 	assert.Equal(t, lastSuccess, single(t, families, "operator_sweeper_last_success_timestamp_seconds", group), "the last success survives")
 	assert.Greater(t, single(t, families, "operator_sweeper_last_run_timestamp_seconds", group), lastSuccess)
-	wantFindings, wantActions = wantSeries(third, group)
+	wantFindings, wantActions = wantSeries(t, third, group)
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group))
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group))
 	assert.NotEmpty(t, pushgateway.Series(families, "operator_sweeper_actions", map[string]string{"cluster": cluster, "outcome": "failed", "reason": "api-error"}))
