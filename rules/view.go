@@ -26,28 +26,6 @@ func (r Resource) String() string {
 	return r.GroupResource().String()
 }
 
-// Object is one observed object: the resource it came from, its metadata and, for the few
-// resources a rule reads in full (see ContentReader), the rest of it.
-type Object struct {
-	Resource Resource
-	metav1.ObjectMeta
-	// Content is the object without its metadata (spec, status, …), as unstructured JSON, for
-	// the resources a rule reads in full; nil for the others.
-	Content map[string]any
-}
-
-// Ref returns the reference a Finding about this object carries.
-func (o *Object) Ref() ObjectRef {
-	return ObjectRef{
-		Resource:        o.Resource.GroupVersionResource,
-		Kind:            o.Resource.Kind,
-		Namespace:       o.Namespace,
-		Name:            o.Name,
-		UID:             o.UID,
-		ResourceVersion: o.ResourceVersion,
-	}
-}
-
 // Coverage says how much of the cluster a view holds, so that a rule can tell "absent" from "not
 // looked at".
 type Coverage struct {
@@ -66,6 +44,19 @@ type Coverage struct {
 	// ListedIn names, for a resource listed in some namespaces only, those namespaces; the
 	// others in it were listed in every namespace (subject to Namespaces).
 	ListedIn map[schema.GroupResource][]string
+	// Shard, if set, says the view is one shard's of a sweep split across processes.
+	Shard *ShardCoverage
+}
+
+// ShardCoverage is what a shard of a split sweep left to the others.
+type ShardCoverage struct {
+	// Owns says whether the shard kept the objects of a namespace.
+	Owns func(namespace string) bool
+	// Namespaced are the namespaced resources of which only the objects of the namespaces the
+	// shard owns were kept.
+	Namespaced []schema.GroupResource
+	// Elsewhere are the cluster-scoped resources other shards listed.
+	Elsewhere []schema.GroupResource
 }
 
 // View is what the engine observed in one run, indexed for rules. It is immutable: rules get
@@ -88,6 +79,11 @@ type coverageSets struct {
 	undiscovered              map[string]bool
 	namespaces                map[string]bool // nil: all namespaces
 	listedIn                  map[schema.GroupResource][]string
+	// Of a shard: the namespaces it owns, its namespaced resources kept only there, and the
+	// cluster-scoped resources left to other shards.
+	owns              func(namespace string) bool
+	ownNamespacesOnly map[schema.GroupResource]bool
+	elsewhere         map[schema.GroupResource]bool
 }
 
 // NewView indexes objects observed at now. Resources lists every resource the engine listed;
@@ -111,6 +107,9 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 	}
 	if coverage.Namespaces != nil {
 		v.coverage.namespaces = setOf(coverage.Namespaces)
+	}
+	if shard := coverage.Shard; shard != nil {
+		v.coverage.owns, v.coverage.ownNamespacesOnly, v.coverage.elsewhere = shard.Owns, setOf(shard.Namespaced), setOf(shard.Elsewhere)
 	}
 	slices.SortFunc(v.resources, func(a, b Resource) int { return cmp.Compare(a.String(), b.String()) })
 	for _, r := range v.resources {
@@ -158,7 +157,9 @@ func (v *View) Observed(gr schema.GroupResource, namespace string) bool {
 	switch {
 	case !listed:
 		return !v.coverage.unlisted[gr] && !v.coverage.undiscovered[gr.Group]
-	case v.coverage.failed[gr] || v.coverage.partial[gr]:
+	case v.coverage.failed[gr] || v.coverage.partial[gr] || v.coverage.elsewhere[gr]:
+		return false
+	case v.coverage.ownNamespacesOnly[gr] && (namespace == "" || !v.coverage.owns(namespace)):
 		return false
 	case v.coverage.listedIn[gr] != nil:
 		return namespace != "" && slices.Contains(v.coverage.listedIn[gr], namespace)

@@ -103,12 +103,12 @@ func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []stri
 	return out
 }
 
-// countStuckNamespaces fills Summary.StuckNamespaces.
-func (r *Report) countStuckNamespaces() {
+// countStuckNamespaces fills Summary.StuckNamespaces with the namespaces counted says to count.
+func (r *Report) countStuckNamespaces(counted func(namespace string) bool) {
 	c := r.chains()
 	counts := map[string]int{}
 	for _, f := range r.Findings {
-		if f.Rule != rules.StuckTerminatingName || f.Object.Kind != rules.Namespaces.Kind || f.Object.APIVersion != "v1" {
+		if f.Rule != rules.StuckTerminatingName || f.Object.Kind != rules.Namespaces.Kind || f.Object.APIVersion != "v1" || !counted(f.Object.Name) {
 			continue
 		}
 		causes := c.causes(r, f.Object.UID, map[types.UID]bool{})

@@ -41,7 +41,7 @@ func chainedReport() *Report {
 	add("stuck-terminating", info, nil, ns("logging"), "terminating for 1h", api, cr)
 	add("stuck-terminating", info, nil, ns("empty"), "terminating for 1h")
 	add("stuck-terminating", info, nil, ns("waiting"), "terminating for 1h", waiting)
-	r.countStuckNamespaces()
+	r.countStuckNamespaces(everyNamespace)
 	return r
 }
 

@@ -172,7 +172,7 @@ func (r *Report) only(rows []row) *Report {
 			out.Summary.Skipped++
 		}
 	}
-	out.countStuckNamespaces()
+	out.countStuckNamespaces(everyNamespace)
 	return &out
 }
 

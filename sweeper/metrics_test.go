@@ -139,18 +139,18 @@ func TestPushOverTLSWithBearerToken(t *testing.T) {
 	require.NoError(t, opts.Validate())
 	succeeded := newReport(time.Now(), opts)
 	require.False(t, succeeded.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, succeeded, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil))
 	assert.Equal(t, http.MethodPut, method, "a run without failures replaces its group")
 	assert.Equal(t, "Bearer t0ken", auth)
 
 	opts.PushgatewayCAFile = ""
-	err := opts.pushMetrics(context.Background(), opts.Cluster, succeeded, nil)
+	err := opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil)
 	require.Error(t, err, "without the CA, the certificate is not trusted")
 	assert.Contains(t, err.Error(), "certificate")
 
 	opts.PushgatewayInsecureSkipVerify = true
 	failed := testReport()
 	require.True(t, failed.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, failed, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, failed, nil))
 	assert.Equal(t, http.MethodPost, method, "a failed run replaces only what it pushes")
 }

@@ -33,6 +33,8 @@ type listTask struct {
 	content       bool
 	labelSelector string
 	fields        []string
+	// ownNamespacesOnly keeps only the objects of the namespaces the run's shard owns.
+	ownNamespacesOnly bool
 }
 
 type listResult struct {
@@ -67,7 +69,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	_ = g.Wait() // tasks report their errors in their results
 	stop()
 
-	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked}
+	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked, Shard: e.shardCoverage(inv.resources)}
 	if filter.active() {
 		coverage.Partial = []schema.GroupResource{rules.Namespaces.GroupResource()} // filtered by name
 	}
@@ -131,11 +133,19 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 	}
 
 	var tasks []listTask
+	shard, facts := e.Options.shard(), setOf(rules.Facts())
 	for _, r := range resources {
+		sharding := shard.plan(r, facts)
+		if sharding == listedElsewhere {
+			continue
+		}
 		plan := content[r.GroupResource()] // zero for a resource no rule reads: metadata only
 		lists := []listTask{{resource: r, content: plan.all, fields: plan.fields}}
 		for _, s := range plan.selectors {
 			lists = append(lists, listTask{resource: r, content: true, labelSelector: s, fields: plan.fields})
+		}
+		for i := range lists {
+			lists[i].ownNamespacesOnly = sharding == keepOwnNamespaces
 		}
 		for _, task := range lists {
 			switch {
@@ -153,6 +163,33 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 		}
 	}
 	return tasks, walked, nil
+}
+
+// shardCoverage says what the run's shard left to the others, nil for a whole sweep.
+func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage {
+	shard := e.Options.shard()
+	if !shard.sharded() {
+		return nil
+	}
+	facts := setOf(rules.Facts())
+	coverage := &rules.ShardCoverage{Owns: shard.ownsNamespace}
+	for _, r := range resources {
+		switch shard.plan(r, facts) {
+		case keepOwnNamespaces:
+			coverage.Namespaced = append(coverage.Namespaced, r.GroupResource())
+		case listedElsewhere:
+			coverage.Elsewhere = append(coverage.Elsewhere, r.GroupResource())
+		}
+	}
+	return coverage
+}
+
+func setOf[T comparable](items []T) map[T]bool {
+	set := make(map[T]bool, len(items))
+	for _, item := range items {
+		set[item] = true
+	}
+	return set
 }
 
 func (e *Engine) namespaces(ctx context.Context) ([]string, error) {
@@ -181,8 +218,10 @@ func newPager[L runtime.Object](list func(context.Context, metav1.ListOptions) (
 // namespaces created after they were resolved and Namespace objects themselves.
 func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter) listResult {
 	var res listResult
+	shard := e.Options.shard()
 	add := func(obj *rules.Object) {
-		if scope := namespaceOf(task.resource.GroupVersionResource, obj.Namespace, obj.Name); scope == "" || filter.allows(scope) {
+		scope := namespaceOf(task.resource.GroupVersionResource, obj.Namespace, obj.Name)
+		if (scope == "" || filter.allows(scope)) && (!task.ownNamespacesOnly || shard.ownsNamespace(scope)) {
 			res.objects = append(res.objects, obj)
 		}
 	}
@@ -244,7 +283,16 @@ func eachObject(ctx context.Context, clients *Clients, pageSize int64, task list
 func newObject(r rules.Resource, meta metav1.ObjectMeta) *rules.Object {
 	obj := &rules.Object{Resource: r, ObjectMeta: meta}
 	obj.ManagedFields = nil
-	delete(obj.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	var kept map[string]string
+	for k, v := range meta.Annotations {
+		if rules.ReadsAnnotation(k) {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[k] = v
+		}
+	}
+	obj.Annotations = kept
 	return obj
 }
 

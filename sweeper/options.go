@@ -89,6 +89,7 @@ const (
 	FlagLogFormat           = "log-format"
 	FlagLogLevel            = "log-level"
 	FlagFailOnFindings      = "fail-on-findings"
+	FlagShard               = "shard"
 )
 
 // Options is everything one run needs. The config file uses the flag names as keys, so a flag
@@ -160,6 +161,9 @@ type Options struct {
 	LogLevel  string `json:"log-level,omitempty"`
 	// FailOnFindings makes a run with findings exit 3.
 	FailOnFindings bool `json:"fail-on-findings"`
+	// Shard is "i/n": this run is shard i of a sweep split across n processes (see Shard); empty
+	// means the whole sweep.
+	Shard string `json:"shard,omitempty"`
 
 	// PushOptions say where and how the run's metrics are pushed.
 	PushOptions `json:",inline"`
@@ -220,6 +224,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, FlagLogFormat, o.LogFormat, "Log format on standard error: text or json.")
 	fs.StringVar(&o.LogLevel, FlagLogLevel, o.LogLevel, "Log level: debug, info, warn or error.")
 	fs.BoolVar(&o.FailOnFindings, FlagFailOnFindings, o.FailOnFindings, "Exit 3 when there are findings.")
+	fs.StringVar(&o.Shard, FlagShard, o.Shard, "i/n: sweep shard i of n, in an Indexed Job (default: $JOB_COMPLETION_INDEX/$JOB_COMPLETIONS if both are set, else the whole cluster).")
 	o.PushOptions.AddFlags(fs)
 }
 
@@ -544,6 +549,11 @@ func (o Options) validateValues() []error {
 			invalid(d.flag, d.value, "it must not be negative")
 		}
 	}
+	if o.Shard != "" {
+		if _, err := ParseShard(o.Shard); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %w", FlagShard, err))
+		}
+	}
 	if !(o.UnhealthyZoneThreshold > 0 && o.UnhealthyZoneThreshold <= 1) { // NaN too
 		invalid(FlagUnhealthyZone, o.UnhealthyZoneThreshold, "use a fraction above 0 and at most 1")
 	}
@@ -577,6 +587,15 @@ func (o Options) logLevel() (slog.Level, error) {
 		return level, fmt.Errorf("--%s %q is invalid: use debug, info, warn or error", FlagLogLevel, o.LogLevel)
 	}
 	return level, nil
+}
+
+// shard is the part of the sweep this run does; Validate has checked Shard.
+func (o Options) shard() Shard {
+	if o.Shard == "" {
+		return Shard{Index: 0, Count: 1}
+	}
+	s, _ := ParseShard(o.Shard)
+	return s
 }
 
 // Errors Run returns after the report was printed, when the exit status must say more than "done".

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -120,6 +121,8 @@ func (o PushOptions) Validate() []error {
 			errs = append(errs, fmt.Errorf("--%s %q is invalid: use label=value", FlagPushGrouping, kv))
 		case key == "job" || key == "cluster":
 			errs = append(errs, fmt.Errorf("--%s %q: %s is set already (use --%s)", FlagPushGrouping, kv, key, FlagCluster))
+		case key == "shard":
+			errs = append(errs, fmt.Errorf("--%s %q: shard is set already (from --%s)", FlagPushGrouping, kv, FlagShard))
 		}
 	}
 	return errs
@@ -128,9 +131,9 @@ func (o PushOptions) Validate() []error {
 // pushMetrics pushes the run's metrics to the Pushgateway. A successful run replaces the whole
 // group (PUT), so that no series of an earlier run lingers. A failed run replaces only the
 // families it pushes (POST) and leaves out the last success timestamp, which so survives.
-func (o PushOptions) pushMetrics(ctx context.Context, cluster string, report *Report, enabled []ruleMetrics) error {
+func (o PushOptions) pushMetrics(ctx context.Context, cluster string, shard Shard, report *Report, enabled []ruleMetrics) error {
 	succeeded := !report.Failed()
-	pusher, err := o.newPusher(cluster)
+	pusher, err := o.newPusher(cluster, shard)
 	if err != nil {
 		return err
 	}
@@ -149,9 +152,10 @@ func (o PushOptions) pushMetrics(ctx context.Context, cluster string, report *Re
 	return nil
 }
 
-// newPusher sets up the Pushgateway client: grouping, credentials, TLS. Files are read here, on
-// every run, so that rotated secrets are picked up.
-func (o PushOptions) newPusher(cluster string) (*push.Pusher, error) {
+// newPusher sets up the Pushgateway client: grouping (cluster, and shard when the sweep is split,
+// so that the shards of a cluster do not replace each other's metrics), credentials, TLS. Files
+// are read here, on every run, so that rotated secrets are picked up.
+func (o PushOptions) newPusher(cluster string, shard Shard) (*push.Pusher, error) {
 	tlsConfig := &tls.Config{InsecureSkipVerify: o.PushgatewayInsecureSkipVerify} //nolint:gosec // opt-in, for test gateways
 	if o.PushgatewayCAFile != "" {
 		pem, err := os.ReadFile(o.PushgatewayCAFile)
@@ -168,6 +172,9 @@ func (o PushOptions) newPusher(cluster string) (*push.Pusher, error) {
 	pusher := push.New(o.PushgatewayURL, PushJob).
 		Client(&http.Client{Transport: transport, Timeout: o.PushgatewayTimeout.Duration}).
 		Grouping("cluster", cluster)
+	if shard.sharded() {
+		pusher = pusher.Grouping("shard", strconv.Itoa(shard.Index))
+	}
 	for _, kv := range o.PushGrouping {
 		key, value, _ := strings.Cut(kv, "=")
 		pusher = pusher.Grouping(key, value)

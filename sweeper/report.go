@@ -53,6 +53,9 @@ type ReportMetadata struct {
 	Mode      DryRunMode  `json:"mode"`
 	Version   string      `json:"version"`
 	Cluster   string      `json:"cluster"`
+	// Shard is "i/n" when the run is shard i of a sweep split across n processes: its findings
+	// are those of the objects it owns.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Summary counts what the run did. Planned counts actions that were not persisted: planned
@@ -139,6 +142,7 @@ func newReport(start time.Time, opts Options) *Report {
 			Mode:      opts.DryRun,
 			Version:   opts.Version,
 			Cluster:   opts.Cluster,
+			Shard:     opts.Shard,
 		},
 		Findings: []FindingResult{},
 		Errors:   []ReportError{},

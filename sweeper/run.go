@@ -88,11 +88,11 @@ func connect(ctx context.Context, opts *Options, streams Streams) (*Engine, cont
 // ended.
 func (o Options) finish(ctx context.Context, report *Report, enabled []ruleMetrics, out io.Writer, logger *slog.Logger) error {
 	if o.PushgatewayURL != "" {
-		if err := o.pushMetrics(ctx, o.Cluster, report, enabled); err != nil {
+		if err := o.pushMetrics(ctx, o.Cluster, o.shard(), report, enabled); err != nil {
 			logger.ErrorContext(ctx, "metrics not pushed", "error", err)
 			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: err.Error(), Fatal: o.RequirePush})
 		} else {
-			logger.InfoContext(ctx, "metrics pushed", "pushgateway", o.PushgatewayURL, "job", PushJob, "cluster", o.Cluster)
+			logger.InfoContext(ctx, "metrics pushed", "pushgateway", o.PushgatewayURL, "job", PushJob, "cluster", o.Cluster, "shard", o.Shard)
 		}
 	}
 	if err := report.Print(out, o.Output); err != nil {
@@ -150,7 +150,9 @@ func (e *Engine) Run(ctx context.Context) *Report {
 	}
 	report := newReport(e.Clock.Now(), e.Options)
 	defer func() {
-		report.countStuckNamespaces()
+		if !e.Options.shard().sharded() { // a shard counts before it keeps its own findings (plan)
+			report.countStuckNamespaces(everyNamespace)
+		}
 		report.Metadata.EndTime = metav1.NewTime(e.Clock.Now())
 	}()
 
@@ -260,6 +262,9 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 			planned = append(planned, plannedFinding{Finding: f, rule: rule, order: i})
 		}
 	}
+	if shard := e.Options.shard(); shard.sharded() {
+		planned = e.keepOwn(planned, shard, report)
+	}
 	slices.SortStableFunc(planned, func(a, b plannedFinding) int {
 		return cmp.Or(
 			cmp.Compare(a.order, b.order),
@@ -270,6 +275,24 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, report *Report) []p
 	})
 	return planned
 }
+
+// keepOwn keeps the findings about objects the shard owns, so that every object is reported and
+// acted on by exactly one shard. The stuck namespaces it owns are counted first, from every
+// finding: the root cause of a namespace's chain may be an object another shard reports.
+func (e *Engine) keepOwn(planned []plannedFinding, shard Shard, report *Report) []plannedFinding {
+	all := &Report{}
+	for _, f := range planned {
+		all.addFinding(f.Finding, Result{})
+	}
+	all.countStuckNamespaces(shard.ownsNamespace)
+	report.Summary.StuckNamespaces = all.Summary.StuckNamespaces
+	return slices.DeleteFunc(planned, func(f plannedFinding) bool {
+		return !shard.ownsObject(f.Object.Resource, f.Object.Namespace, f.Object.Name)
+	})
+}
+
+// everyNamespace counts every stuck namespace: a sweep that is not split.
+func everyNamespace(string) bool { return true }
 
 // ruleFailed records a rule that panicked: a bug, which fails the run (exit 1), although the
 // other rules' findings are reported and their actions taken.

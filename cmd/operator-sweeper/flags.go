@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,40 @@ func parseWith(args []string, extra func(*pflag.FlagSet)) (sweeper.Options, *pfl
 			return base, fs, err
 		}
 	}
+	if !fs.Changed(sweeper.FlagShard) {
+		shard, err := shardFromEnv()
+		if err != nil {
+			return base, fs, err
+		}
+		base.Shard = cmp.Or(shard, base.Shard)
+	}
 	return base, fs, nil
+}
+
+// The environment of an Indexed Job: Kubernetes sets the index; the manifest sets the count,
+// which Kubernetes does not pass on.
+const (
+	jobCompletionIndexEnv = "JOB_COMPLETION_INDEX"
+	jobCompletionsEnv     = "JOB_COMPLETIONS"
+)
+
+// shardFromEnv is the shard an Indexed Job's environment selects, "i/n", or "" outside one.
+func shardFromEnv() (string, error) {
+	index, hasIndex := os.LookupEnv(jobCompletionIndexEnv)
+	count, hasCount := os.LookupEnv(jobCompletionsEnv)
+	switch {
+	case !hasIndex && !hasCount:
+		return "", nil
+	case !hasCount:
+		return "", fmt.Errorf("%s=%s is set but %s is not: set it to the Job's completions, or pass --%s", jobCompletionIndexEnv, index, jobCompletionsEnv, sweeper.FlagShard)
+	case !hasIndex:
+		return "", fmt.Errorf("%s=%s is set but %s is not: run it in an Indexed Job, or pass --%s", jobCompletionsEnv, count, jobCompletionIndexEnv, sweeper.FlagShard)
+	}
+	shard := index + "/" + count
+	if _, err := sweeper.ParseShard(shard); err != nil {
+		return "", fmt.Errorf("%s and %s: %w", jobCompletionIndexEnv, jobCompletionsEnv, err)
+	}
+	return shard, nil
 }
 
 // checkPushgatewayURLEnv checks the URL the environment gave. Validate would name the flag, which

@@ -5,12 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,33 +44,30 @@ const (
 	userCertValidity = 365 * 24 * time.Hour
 )
 
-// newClientCA returns a new self-signed CA (ECDSA P-256, as envtest's own) valid for ten years.
+// newClientCA returns the API server's client CA: a new self-signed CA (ECDSA P-256, as envtest's
+// own) valid for ten years.
 func newClientCA() (*clientCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate the client CA's key: %w", err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
+	return newCA("operator-sweeper-test-client-ca")
+}
+
+// newCA returns a new self-signed CA named commonName, valid for ten years.
+func newCA(commonName string) (*clientCA, error) {
 	now := time.Now()
 	template := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "operator-sweeper-test-client-ca", Organization: []string{"operator-sweeper"}},
+		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"operator-sweeper"}},
 		NotBefore:             now.Add(-clientCABackdate).UTC(),
 		NotAfter:              now.AddDate(10, 0, 0).UTC(),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	der, key, err := sign(template, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("create the client CA's certificate: %w", err)
+		return nil, fmt.Errorf("CA %s: %w", commonName, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("parse the client CA's certificate: %w", err)
+		return nil, fmt.Errorf("parse the certificate of CA %s: %w", commonName, err)
 	}
 	return &clientCA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
 }
@@ -111,23 +110,14 @@ func (a *clientCA) Stop() error { return nil }
 // issue returns a client certificate of the CA for user in groups, as the API server reads them
 // (CommonName, Organization), valid from notBefore to notAfter, and its key; both PEM.
 func (a *clientCA) issue(user string, groups []string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate a key for %s: %w", user, err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, err
-	}
 	template := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    notBefore.UTC(),
-		NotAfter:     notAfter.UTC(),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:   notBefore.UTC(),
+		NotAfter:    notAfter.UTC(),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, a.cert, key.Public(), a.key)
+	der, key, err := sign(template, a.cert, a.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("issue a client certificate for %s: %w", user, err)
 	}
@@ -137,6 +127,59 @@ func (a *clientCA) issue(user string, groups []string, notBefore, notAfter time.
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// SelfSignedServingCert returns a serving certificate for hosts (IP addresses or DNS names) that
+// is its own CA, valid from an hour ago for a day, and its PEM: what a test server presents, and
+// the one certificate a client needs to trust it (a kubeconfig's certificate-authority, a
+// webhook's caBundle).
+func SelfSignedServingCert(hosts ...string) (cert tls.Certificate, caPEM []byte, err error) {
+	if len(hosts) == 0 {
+		return tls.Certificate{}, nil, errors.New("serving certificate: no hosts")
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: hosts[0], Organization: []string{"operator-sweeper"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	for _, host := range hosts {
+		if ip := net.ParseIP(host); ip != nil {
+			template.IPAddresses = append(template.IPAddresses, ip)
+		} else {
+			template.DNSNames = append(template.DNSNames, host)
+		}
+	}
+	der, key, err := sign(template, nil, nil)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("serving certificate for %v: %w", hosts, err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// sign completes template with a random serial number and a new ECDSA P-256 key (as envtest's
+// own certificates), and signs it as parent with parentKey, or by itself if parent is nil. It
+// returns the certificate, DER, and its key.
+func sign(template, parent *x509.Certificate, parentKey crypto.Signer) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate a key: %w", err)
+	}
+	if template.SerialNumber, err = newSerial(); err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = template, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create the certificate of %q: %w", template.Subject.CommonName, err)
+	}
+	return der, key, nil
 }
 
 // newSerial returns a random serial number: certificates are issued from parallel tests, and a
@@ -157,6 +200,18 @@ func newSerial() (*big.Int, error) {
 // lie within the CA's validity.
 func (c *Cluster) ClientCertificate(user string, groups []string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte, err error) {
 	return c.clientCA.issue(user, groups, notBefore, notAfter)
+}
+
+// UntrustedClientCertificate is ClientCertificate signed by a new CA that nothing trusts: it
+// returns a client certificate, its key, and the certificate of the CA that signed it, all PEM. It is for tests of credentials the API server must reject for their CA alone.
+func UntrustedClientCertificate(user string, groups []string, notBefore, notAfter time.Time) (certPEM, keyPEM, caPEM []byte, err error) {
+	// Named apart from the client CA, so that nothing, the API server's log included, confuses them.
+	ca, err := newCA("operator-sweeper-test-untrusted-ca")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = ca.issue(user, groups, notBefore, notAfter)
+	return certPEM, keyPEM, ca.certPEM, err
 }
 
 // ClientCA returns the PEM certificate of the CA the API server trusts for client certificates,

@@ -1,19 +1,12 @@
 package cluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -191,9 +184,9 @@ func NewFaultProxy(upstream *rest.Config, faults Faults) (*FaultProxy, error) {
 		ErrorLog:      quiet,
 	}
 
-	cert, caPEM, err := selfSignedCert()
+	cert, caPEM, err := SelfSignedServingCert("127.0.0.1")
 	if err != nil {
-		return nil, fmt.Errorf("fault proxy: certificate: %w", err)
+		return nil, fmt.Errorf("fault proxy: %w", err)
 	}
 	p.caPEM = caPEM
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -423,29 +416,3 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController flush through to the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// selfSignedCert makes a certificate for 127.0.0.1 that is its own CA: the one certificate a
-// kubeconfig needs to trust the proxy. It returns the certificate and its PEM.
-func selfSignedCert() (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	now := time.Now()
-	template := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "operator-sweeper fault proxy"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}

@@ -1,28 +1,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
-	"io"
-	"log"
-	"math/big"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
 // TestBadInput runs the binary on bad input of every kind (issue 14): each case exits 2 with one
@@ -43,7 +28,7 @@ import (
 // that input that slipped through validation would be seen listing; the kubeconfig cases pass
 // their own --kubeconfig.
 func TestBadInput(t *testing.T) {
-	proxy := newListingProxy(t)
+	proxy := startFaultProxy(t, cluster.Faults{})
 	dir := t.TempDir()
 	file := func(name, content string) string {
 		t.Helper()
@@ -57,14 +42,25 @@ func TestBadInput(t *testing.T) {
 
 	// Kubeconfigs: the proxy's with one thing wrong, one for each way client-go can fail.
 	kubeconfig := func(name string, mutate func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []string {
-		return []string{"--kubeconfig", proxy.kubeconfig(t, filepath.Join(dir, name), mutate)}
+		t.Helper()
+		caseDir := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(caseDir, 0o700))
+		path, err := proxy.Kubeconfig(caseDir)
+		require.NoError(t, err)
+		cfg, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		current := cfg.Contexts[cfg.CurrentContext]
+		mutate(cfg.Clusters[current.Cluster], cfg.AuthInfos[current.AuthInfo])
+		require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+		return []string{"--kubeconfig", path}
 	}
 	expired := clusterClientCert(t, -48*time.Hour, -24*time.Hour)
 	// Signed by the API server's client CA and valid: what expired is, but for the dates, so that
 	// the 401 below is the expiry's and not a CA's the server never trusted.
 	requireAccepted(t, clusterClientCert(t, -time.Hour, time.Hour))
-	strangerCA, strangerCAKey := mintCA(t)
-	stranger := mintClientCert(t, strangerCA, strangerCAKey, -time.Hour, time.Hour)
+	now := time.Now()
+	strangerCert, strangerKey, strangerCA, err := cluster.UntrustedClientCertificate("bad-input", []string{"system:masters"}, now.Add(-time.Hour), now.Add(time.Hour))
+	require.NoError(t, err)
 	// The client certificate cases talk to the API server itself: the proxy ends TLS, and with it
 	// the client's certificate. A server that answers 401 lists nothing to anyone.
 	toAPIServer := func(cert, key []byte) func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {
@@ -164,7 +160,7 @@ func TestBadInput(t *testing.T) {
 		}), nil, []string{"kubeconfig: client-certificate and client-key", "PEM"}},
 		{"kubeconfig client certificate expired", kubeconfig("expired", toAPIServer(expired.cert, expired.key)), nil,
 			[]string{"rejected the kubeconfig's credentials"}},
-		{"kubeconfig client certificate of an unknown CA", kubeconfig("stranger", toAPIServer(stranger.cert, stranger.key)), nil,
+		{"kubeconfig client certificate of an unknown CA", kubeconfig("stranger", toAPIServer(strangerCert, strangerKey)), nil,
 			[]string{"rejected the kubeconfig's credentials"}},
 		{"kubeconfig tokenFile missing", kubeconfig("token", func(_ *clientcmdapi.Cluster, user *clientcmdapi.AuthInfo) {
 			user.TokenFile = "/nonexistent/token"
@@ -176,8 +172,8 @@ func TestBadInput(t *testing.T) {
 			cluster.Server = "https://127.0.0.1:1"
 		}), nil, []string{"cannot reach the API server at https://127.0.0.1:1", "connection refused"}},
 		{"server of another CA", kubeconfig("wrong-ca", func(cluster *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
-			cluster.CertificateAuthorityData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: strangerCA.Raw})
-		}), nil, []string{"the kubeconfig's certificate-authority does not vouch for the API server at " + proxy.server.URL, "unknown authority"}},
+			cluster.CertificateAuthorityData = strangerCA
+		}), nil, []string{"the kubeconfig's certificate-authority does not vouch for the API server at " + proxy.URL, "unknown authority"}},
 	}
 	require.GreaterOrEqual(t, len(tests), 40, "issue 14 asks for at least 40 cases")
 
@@ -185,11 +181,11 @@ func TestBadInput(t *testing.T) {
 	stdout, stderr, code := runSweeperWith(t, proxy, nil, "--include-resources=namespaces", "--rules=stuck-terminating", "-o", "json")
 	require.Equal(t, 0, code, stderr)
 	require.NotEmpty(t, stdout)
-	require.NotEmpty(t, proxy.beyondDiscovery(), "a sweep through the proxy lists namespaces")
+	require.NotEmpty(t, beyondDiscovery(proxy.Requests()), "a sweep through the proxy lists namespaces")
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			proxy.reset()
+			before := len(proxy.Requests())
 			stdout, stderr, code := runSweeperWith(t, proxy, tt.env, tt.args...)
 			t.Log(strings.TrimSpace(stderr)) // for -v: the messages, read as a user does
 
@@ -204,109 +200,37 @@ func TestBadInput(t *testing.T) {
 			}
 			assert.NotContains(t, stderr, "panic")
 			assert.NotContains(t, stderr, "goroutine ")
-			assert.Empty(t, proxy.beyondDiscovery(), "bad input must not get past the version check")
+			assert.Empty(t, beyondDiscovery(proxy.Requests()[before:]), "bad input must not get past the version check")
 		})
 	}
 }
 
 // runSweeperWith runs the binary with $KUBECONFIG pointing at proxy, and env on top; nothing else
 // of the test's environment tells it where a cluster is.
-func runSweeperWith(t *testing.T, proxy *listingProxy, env []string, args ...string) (stdout, stderr string, code int) {
+func runSweeperWith(t *testing.T, proxy *cluster.FaultProxy, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, sweeperBinary, args...)
+	var base []string
 	for _, kv := range os.Environ() {
 		switch key, _, _ := strings.Cut(kv, "="); key {
 		case "KUBECONFIG", "HOME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "SWEEPER_PUSHGATEWAY_URL":
 		default:
-			cmd.Env = append(cmd.Env, kv)
+			base = append(base, kv)
 		}
 	}
-	kubeconfig := proxy.kubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), nil)
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
-	cmd.Env = append(cmd.Env, env...) // later values win
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run %s: %v", sweeperBinary, err)
-	}
-	return out.String(), errOut.String(), code
-}
-
-// listingProxy is an HTTPS reverse proxy to the test cluster, as its admin, that records what is
-// asked of it.
-type listingProxy struct {
-	server *httptest.Server
-
-	mu       sync.Mutex
-	requests []string // "GET /api/v1/namespaces"
-}
-
-func newListingProxy(t *testing.T) *listingProxy {
-	t.Helper()
-	target, err := url.Parse(testCluster.Config.Host)
+	kubeconfig, err := proxy.Kubeconfig(t.TempDir())
 	require.NoError(t, err)
-	transport, err := rest.TransportFor(testCluster.Config)
-	require.NoError(t, err)
-	p := &listingProxy{}
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: transport}
-	p.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.requests = append(p.requests, r.Method+" "+r.URL.Path)
-		p.mu.Unlock()
-		forward.ServeHTTP(w, r)
-	}))
-	// A client that does not trust the proxy's certificate is a case, not news.
-	p.server.Config.ErrorLog = log.New(io.Discard, "", 0)
-	p.server.StartTLS()
-	t.Cleanup(p.server.Close)
-	return p
-}
-
-// kubeconfig writes to path a kubeconfig for the proxy, without credentials (the proxy brings
-// its own), changed by mutate if not nil, and returns path.
-func (p *listingProxy) kubeconfig(t *testing.T, path string, mutate func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) string {
-	t.Helper()
-	cluster := &clientcmdapi.Cluster{
-		Server:                   p.server.URL,
-		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.server.Certificate().Raw}),
-	}
-	user := &clientcmdapi.AuthInfo{}
-	if mutate != nil {
-		mutate(cluster, user)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = cluster
-	cfg.AuthInfos["user"] = user
-	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "user"}
-	cfg.CurrentContext = "proxy"
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
-	return path
-}
-
-func (p *listingProxy) reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests = nil
+	base = append(base, "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
+	return runBinaryEnv(t, append(base, env...), args...) // later values win
 }
 
 // beyondDiscovery returns the requests other than a GET of the version or of discovery (/api,
 // /api/v1, /apis, /apis/apps, /apis/apps/v1): lists, gets and writes of objects.
-func (p *listingProxy) beyondDiscovery() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, req := range p.requests {
-		method, path, _ := strings.Cut(req, " ")
-		parts := strings.Split(strings.Trim(path, "/"), "/")
-		discovery := path == "/version" || (parts[0] == "api" && len(parts) <= 2) || (parts[0] == "apis" && len(parts) <= 3)
-		if method != http.MethodGet || !discovery {
+func beyondDiscovery(requests []cluster.ProxyRequest) []cluster.ProxyRequest {
+	var out []cluster.ProxyRequest
+	for _, req := range requests {
+		parts := strings.Split(strings.Trim(req.Path, "/"), "/")
+		discovery := req.Path == "/version" || (parts[0] == "api" && len(parts) <= 2) || (parts[0] == "apis" && len(parts) <= 3)
+		if req.Method != http.MethodGet || !discovery {
 			out = append(out, req)
 		}
 	}
@@ -336,50 +260,3 @@ func requireAccepted(t *testing.T, cert certPair) {
 
 // certPair is a PEM certificate and its PEM key.
 type certPair struct{ cert, key []byte }
-
-// mintCA returns a new self-signed CA, that nothing trusts.
-func mintCA(t *testing.T) (*x509.Certificate, crypto.Signer) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	template := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "stranger-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return cert, key
-}
-
-// mintClientCert returns a client certificate of an admin (group system:masters) signed by ca,
-// valid from now+from to now+to.
-func mintClientCert(t *testing.T, ca *x509.Certificate, caKey crypto.Signer, from, to time.Duration) certPair {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	template := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "bad-input", Organization: []string{"system:masters"}},
-		NotBefore:    time.Now().Add(from),
-		NotAfter:     time.Now().Add(to),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return certPair{
-		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}
-}

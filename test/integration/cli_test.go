@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +22,18 @@ import (
 // runBinary runs the operator-sweeper binary against the test cluster.
 func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(sweeperBinary, append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
+	return runBinaryEnv(t, nil, append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
+}
+
+// runBinaryEnv runs the operator-sweeper binary with args in the environment env (KEY=value), or
+// the test's if env is nil, and returns what it printed and its exit code. A run that hangs is
+// killed after two minutes: it fails its test, not the whole package.
+func runBinaryEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sweeperBinary, args...)
+	cmd.Env = env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
