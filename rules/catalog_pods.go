@@ -7,7 +7,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -100,7 +99,7 @@ func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
 	var zones zoneStates // computed on the first pod that needs them
 	for _, pod := range view.List(Pods.GroupResource()) {
 		_, catalog := pod.Labels[catalogSourceLabel]
-		bare := metav1.GetControllerOfNoCopy(pod) == nil
+		bare := pod.ControllerRef() == nil
 		if pod.DeletionTimestamp == nil || pod.Content == nil || !(catalog || (bare && r.selector.Matches(labels.Set(pod.Labels)))) {
 			continue
 		}

@@ -311,7 +311,7 @@ func operatorAbandoned(op operatorOf) Fact {
 // a component: read again, every Operator and every Subscription say so.
 func notShared(obj *Object, operator string) Fact {
 	return factOf{
-		key: "not shared " + objectKey(obj.Resource, obj.Namespace, obj.Name) + " beyond " + operator,
+		key: "not shared " + objectKey(*obj.Resource, obj.Namespace, obj.Name) + " beyond " + operator,
 		reads: []Read{
 			{Resource: Operators.GroupResource(), Fields: []string{"status.components.refs"}},
 			{Resource: subscriptionContent.Resource, Fields: subscriptionContent.Fields},

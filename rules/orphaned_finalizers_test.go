@@ -298,7 +298,7 @@ func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 				withLabels("app", "agent")(tt.objects[i])
 			}
 			stuck := object(ConfigMaps, "acme", "c", terminatingFor(time.Hour, "sts.acme.io/x", "ds.acme.io/y"))
-			if tt.objects[0].Resource == DaemonSets {
+			if *tt.objects[0].Resource == DaemonSets {
 				stuck.Finalizers = []string{"ds.acme.io/y"}
 			} else {
 				stuck.Finalizers = []string{"sts.acme.io/x"}

@@ -29,7 +29,7 @@ var (
 
 // object builds an observed object; uid defaults to resource/namespace/name.
 func object(r Resource, namespace, name string, opts ...func(*Object)) *Object {
-	obj := &Object{Resource: r, ObjectMeta: metav1.ObjectMeta{
+	obj := &Object{Resource: &r, Meta: Meta{
 		Namespace:       namespace,
 		Name:            name,
 		UID:             types.UID(r.Resource + "/" + namespace + "/" + name),

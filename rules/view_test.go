@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestViewLookups(t *testing.T) {
@@ -83,11 +84,32 @@ func TestViewObserved(t *testing.T) {
 }
 
 func TestViewCountsObjectsServedTwice(t *testing.T) {
-	v := NewView(testNow, []Resource{Events, eventsV1}, Coverage{}, []*Object{
-		object(Events, "shop", "e", withUID("same")),
-		object(eventsV1, "shop", "e", withUID("same")),
-	})
+	core := object(Events, "shop", "e", withUID("same"))
+	v := NewView(testNow, []Resource{Events, eventsV1}, Coverage{}, []*Object{object(eventsV1, "shop", "e", withUID("same")), core})
 	assert.Equal(t, 2, v.Len())
+	got, ok := v.ByUID("same")
+	require.True(t, ok)
+	assert.Same(t, core, got, "by UID, the core group's")
+}
+
+func TestViewByUID(t *testing.T) {
+	// UIDs that share their first eight bytes, or are shorter than eight.
+	uids := []string{"abcdefgh-2", "b", "abcdefgh-1", "abcdefgh", "abc", "ab", "0c4f8e1a-2b3c-4d5e-8f90-123456789abc", "abcdefgg-9"}
+	var objects []*Object
+	for _, uid := range uids {
+		objects = append(objects, object(ConfigMaps, "shop", uid, withUID(uid)))
+	}
+	v := newTestView(objects...)
+	for i, uid := range uids {
+		got, ok := v.ByUID(types.UID(uid))
+		if assert.True(t, ok, uid) {
+			assert.Same(t, objects[i], got, uid)
+		}
+	}
+	for _, uid := range []string{"", "a", "abcdefgh-", "abcdefgh-3", "c"} {
+		_, ok := v.ByUID(types.UID(uid))
+		assert.False(t, ok, uid)
+	}
 }
 
 func TestViewWithObject(t *testing.T) {

@@ -81,11 +81,11 @@ func TestMayHaveLostRace(t *testing.T) {
 }
 
 func TestBlamedWebhook(t *testing.T) {
-	config := &rules.Object{Resource: rules.ValidatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "cfg"},
+	config := &rules.Object{Resource: &rules.ValidatingWebhookConfigurations, Meta: rules.Meta{Name: "acme", UID: "cfg"},
 		Content: map[string]any{"webhooks": []any{map[string]any{"name": "deny.acme.io"}}}}
-	twin := &rules.Object{Resource: rules.MutatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "other", UID: "twin"},
+	twin := &rules.Object{Resource: &rules.MutatingWebhookConfigurations, Meta: rules.Meta{Name: "other", UID: "twin"},
 		Content: map[string]any{"webhooks": []any{map[string]any{"name": "shared.example.com"}}}}
-	alsoShared := &rules.Object{Resource: rules.ValidatingWebhookConfigurations, ObjectMeta: metav1.ObjectMeta{Name: "third", UID: "third"},
+	alsoShared := &rules.Object{Resource: &rules.ValidatingWebhookConfigurations, Meta: rules.Meta{Name: "third", UID: "third"},
 		Content: map[string]any{"webhooks": []any{map[string]any{"name": "shared.example.com"}}}}
 	view := rules.NewView(time.Now(), []rules.Resource{rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations}, rules.Coverage{},
 		[]*rules.Object{config, twin, alsoShared})

@@ -38,9 +38,9 @@ func TestReadCoverage(t *testing.T) {
 }
 
 func TestUniqueObjects(t *testing.T) {
-	a := &rules.Object{Resource: rules.ConfigMaps, ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "1"}}
-	again := &rules.Object{Resource: rules.ConfigMaps, ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "1"}}
-	event := &rules.Object{Resource: rules.Events, ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "1"}}
+	a := &rules.Object{Resource: &rules.ConfigMaps, Meta: rules.Meta{Name: "a", UID: "1"}}
+	again := &rules.Object{Resource: &rules.ConfigMaps, Meta: rules.Meta{Name: "a", UID: "1"}}
+	event := &rules.Object{Resource: &rules.Events, Meta: rules.Meta{Name: "a", UID: "1"}}
 	assert.Equal(t, []*rules.Object{a, event}, uniqueObjects([]*rules.Object{a, again, event}), "one per resource and UID")
 }
 
@@ -90,7 +90,7 @@ func TestTooYoung(t *testing.T) {
 	opts := DefaultOptions()
 	e := &Engine{Options: opts, Clock: clocktesting.NewFakePassiveClock(now)}
 	object := func(name string, created time.Time) *rules.Object {
-		return &rules.Object{Resource: rules.ConfigMaps, ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(created)}}
+		return &rules.Object{Resource: &rules.ConfigMaps, Meta: rules.Meta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(created)}}
 	}
 	old, young, meanwhile := object("old", now.Add(-time.Hour)), object("young", now.Add(-5*time.Minute)), object("meanwhile", now.Add(-30*time.Second))
 	view := rules.NewView(now, []rules.Resource{rules.ConfigMaps}, rules.Coverage{}, []*rules.Object{old, young, meanwhile})

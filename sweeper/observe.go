@@ -263,48 +263,51 @@ func uriTooLong(err error) bool {
 // eachObject lists the task's objects page by page and hands each to fn.
 func eachObject(ctx context.Context, clients *Clients, pageSize int64, task listTask, opts metav1.ListOptions, fn func(*rules.Object)) error {
 	gvr := task.resource.GroupVersionResource
+	resource, in := task.resource, newInterner() // shared by the list's objects
 	if task.content {
 		client := dynamicClient(clients.Dynamic, gvr, task.namespace)
 		return newPager(client.List, pageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
-			fn(newContentObject(task.resource, obj.(*unstructured.Unstructured), task.fields))
+			fn(in.contentObject(&resource, obj.(*unstructured.Unstructured), task.fields))
 			return nil
 		})
 	}
 	client := resourceClient(clients.Metadata, gvr, task.namespace)
 	return newPager(client.List, pageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
-		fn(newObject(task.resource, obj.(*metav1.PartialObjectMetadata).ObjectMeta))
+		fn(in.object(&resource, &obj.(*metav1.PartialObjectMetadata).ObjectMeta))
 		return nil
 	})
 }
 
-// newObject keeps what rules need of a listed object's metadata. Managed fields and the
-// last-applied annotation are dropped: rules never read them and they are often most of an
-// object's metadata.
-func newObject(r rules.Resource, meta metav1.ObjectMeta) *rules.Object {
-	obj := &rules.Object{Resource: r, ObjectMeta: meta}
-	obj.ManagedFields = nil
-	var kept map[string]string
-	for k, v := range meta.Annotations {
-		if rules.ReadsAnnotation(k) {
-			if kept == nil {
-				kept = map[string]string{}
-			}
-			kept[k] = v
-		}
-	}
-	obj.Annotations = kept
-	return obj
+// newObject keeps what rules read of an object's metadata.
+func newObject(r *rules.Resource, meta metav1.ObjectMeta) *rules.Object {
+	return newInterner().object(r, &meta)
 }
 
 // newContentObject splits a full object into its metadata and the rest, of which it keeps only
 // fields (all if nil).
-func newContentObject(r rules.Resource, u *unstructured.Unstructured, fields []string) *rules.Object {
+func newContentObject(r *rules.Resource, u *unstructured.Unstructured, fields []string) *rules.Object {
+	return newInterner().contentObject(r, u, fields)
+}
+
+// object keeps what rules read of a listed object's metadata, shared with the other objects of
+// its list.
+func (in *interner) object(r *rules.Resource, meta *metav1.ObjectMeta) *rules.Object {
+	m := rules.MetaOf(meta)
+	m.Namespace = in.string(m.Namespace)
+	m.Labels = in.stringMap(m.Labels)
+	m.Annotations = in.stringMap(m.Annotations)
+	m.OwnerReferences = in.ownerReferences(m.OwnerReferences)
+	m.Finalizers = in.finalizerList(m.Finalizers)
+	return &rules.Object{Resource: r, Meta: m}
+}
+
+// contentObject is object for a full object, of which it keeps only fields (all if nil).
+func (in *interner) contentObject(r *rules.Resource, u *unstructured.Unstructured, fields []string) *rules.Object {
 	meta := metav1.ObjectMeta{
 		Namespace:                  u.GetNamespace(),
 		Name:                       u.GetName(),
 		UID:                        u.GetUID(),
 		ResourceVersion:            u.GetResourceVersion(),
-		Generation:                 u.GetGeneration(),
 		CreationTimestamp:          u.GetCreationTimestamp(),
 		DeletionTimestamp:          u.GetDeletionTimestamp(),
 		DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(),
@@ -313,7 +316,7 @@ func newContentObject(r rules.Resource, u *unstructured.Unstructured, fields []s
 		OwnerReferences:            u.GetOwnerReferences(),
 		Finalizers:                 u.GetFinalizers(),
 	}
-	obj := newObject(r, meta)
+	obj := in.object(r, &meta)
 	if fields == nil {
 		obj.Content = maps.Clone(u.Object)
 		delete(obj.Content, "metadata")

@@ -95,7 +95,7 @@ func (f applyFixture) configMap(t *testing.T, name string, finalizers ...string)
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	return &rules.Object{Resource: configMaps, ObjectMeta: cm.ObjectMeta}
+	return &rules.Object{Resource: &configMaps, Meta: rules.MetaOf(&cm.ObjectMeta)}
 }
 
 // update changes a ConfigMap as a concurrent controller would.
@@ -235,7 +235,7 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"doomed": "true"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	view, finding := plan(t, doomed, &rules.Object{Resource: configMaps, ObjectMeta: cm.ObjectMeta})
+	view, finding := plan(t, doomed, &rules.Object{Resource: &configMaps, Meta: rules.MetaOf(&cm.ObjectMeta)})
 
 	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
 	recreated, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
