@@ -172,12 +172,15 @@ type Options struct {
 // DefaultOptions returns the options of a run without flags or config file.
 func DefaultOptions() Options {
 	return Options{
-		DryRun:                 DryRunClient,
-		Output:                 OutputTable,
-		Rules:                  []string{"*"},
-		MaxActions:             100,
-		QPS:                    50,
-		Burst:                  100,
+		DryRun:     DryRunClient,
+		Output:     OutputTable,
+		Rules:      []string{"*"},
+		MaxActions: 100,
+		// High enough not to throttle a sweep: --concurrency bounds the lists in flight, and the
+		// server's API Priority and Fairness protects it; client-side throttling only made a
+		// sweep slower than listing the cluster (make bench).
+		QPS:                    1000,
+		Burst:                  2000,
 		Concurrency:            8,
 		PageSize:               500,
 		Timeout:                metav1.Duration{Duration: 10 * time.Minute},
