@@ -74,10 +74,18 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
 
+# Only the test packages with benchmarks: each package's TestMain starts its control plane, and
+# test/controllers' needs all of `hack/testbin.sh all`.
+BENCH_PACKAGES := $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_test.go' '^func Benchmark' test))))
+
 .PHONY: bench
-bench: testbin ## Benchmarks: rules over 100k objects; whole sweeps of 10k ConfigMaps on the real API server.
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./rules/...
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -count 3 $(INTEGRATION_PACKAGES)
+bench: bench-scale ## All benchmarks (about 11 minutes on 2 cores): bench-scale, rules, View, 10k-ConfigMap sweeps.
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./rules/... ./sweeper/
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -count 3 $(BENCH_PACKAGES)
+
+.PHONY: bench-scale
+bench-scale: build ## Sweep vs metadata-list floor vs kubectl at 5.5k/55k/110k objects; writes bench/results.md.
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) run ./hack/bench --sweeper $(BIN) --out bench/results.md $(BENCH_ARGS)
 
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned, run through the module proxy).
