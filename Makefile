@@ -71,8 +71,10 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 	cd manifests/alerts && promtool test rules operator-sweeper.rules.test.yaml
 
 .PHONY: test-integration
+# -p 1: each package runs its own control plane; two at once on a 2-core machine starve the real
+# controllers (OLM's) that test/controllers waits on.
 test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway.
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -count=1 -timeout 20m $(INTEGRATION_PACKAGES)
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(INTEGRATION_PACKAGES)
 
 # Only the test packages with benchmarks: each package's TestMain starts its control plane, and
 # test/controllers' needs all of `hack/testbin.sh all`.
