@@ -173,26 +173,26 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	for attempt := 0; ; attempt++ {
 		uncertain := mayNotHaveHappened(err)
 		if !uncertain && !mayHaveLostRace(err) {
-			return a.result(err, res), obj
+			return res.then(a.result(err)), obj
 		}
 		fresh, rerr := a.reread(ctx, obj)
 		switch {
 		case apierrors.IsNotFound(rerr):
-			return a.result(rerr, res), obj // gone, which is what every action wants
+			return res.then(a.result(rerr)), obj // gone, which is what every action wants
 		case rerr != nil:
-			return failed(ReasonAPIError, "%v; re-reading the object failed: %v", err, rerr), obj
+			return res.then(failed(ReasonAPIError, "%v; re-reading the object failed: %v", err, rerr)), obj
 		case fresh.UID != obj.UID:
 			// Another object of the same name: the rest of the view says nothing about it.
-			return replannedAs(skipped(ReasonResolved, "the object was deleted and re-created after it was observed; the next run looks at the new one")), obj
+			return res.then(replannedAs(skipped(ReasonResolved, "the object was deleted and re-created after it was observed; the next run looks at the new one"))), obj
 		case uncertain && took(obj, fresh, action):
-			res = a.result(nil, res)
-			res.Evidence = append(res.Evidence, fmt.Sprintf("the write's answer was lost (%v); read again, the object shows it was done", err))
-			return res, fresh
+			done := a.result(nil)
+			done.Evidence = []string{fmt.Sprintf("the write's answer was lost (%v); read again, the object shows it was done", err)}
+			return res.then(done), fresh
 		case !uncertain && fresh.ResourceVersion == obj.ResourceVersion:
 			// Nothing changed, so the precondition held: the server refused the write for another reason.
-			return a.result(err, res), obj
+			return res.then(a.result(err)), obj
 		case attempt == maxReplans:
-			return replannedAs(failed(ReasonConflict, "the object changed again each time it was re-planned (%v); the next run will try again", err)), obj
+			return res.then(failed(ReasonConflict, "the object changed again each time it was re-planned (%v); the next run will try again", err)), obj
 		}
 		a.Logger.InfoContext(ctx, "object changed since it was observed, or the write's answer was lost; re-planning it",
 			"rule", rule.Name(), "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "action", action.Type(), "error", err)
@@ -200,22 +200,21 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		res = replannedAs(res)
 		switch {
 		case perr != nil:
-			res = replannedAs(failed(ReasonRuleFailed, "re-planning the object: %v", perr))
-			return res, obj
+			return res.then(failed(ReasonRuleFailed, "re-planning the object: %v", perr)), obj
 		case !ok:
-			return replannedAs(skipped(ReasonResolved, "the object changed after it was observed and the rule no longer plans an action for it")), obj
+			return res.then(skipped(ReasonResolved, "the object changed after it was observed and the rule no longer plans an action for it")), obj
 		case replanned.OptIn != "" || !sameObjects(replanned.DependsOn, f.DependsOn):
 			// What was checked before the first attempt no longer covers the action.
-			return replannedAs(skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")), obj
-		case a.Vet != nil && !vetted(a.Vet, replanned, &res):
-			return replannedAs(res), obj
+			return res.then(skipped(ReasonResolved, "the object changed after it was observed; the next run plans it again")), obj
+		case a.Vet != nil:
+			if why, ok := a.Vet(replanned); !ok {
+				return res.then(why), obj
+			}
 		}
 		holds, evidence := a.confirm(ctx, replanned.Facts)
 		res.Evidence = append(res.Evidence, evidence...)
 		if !holds {
-			why := skipped(ReasonStale, "the object changed after it was observed, and what its re-planned action rests on no longer holds")
-			why.Evidence = res.Evidence
-			return replannedAs(why), obj
+			return res.then(skipped(ReasonStale, "the object changed after it was observed, and what its re-planned action rests on no longer holds")), obj
 		}
 		obj, action = fresh, replanned.Action
 		res.Action = action
@@ -227,6 +226,17 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 func replannedAs(res Result) Result {
 	res.Replanned = true
 	return res
+}
+
+// then is next, the end of an action, with what the attempts so far found: that it was
+// re-planned, the evidence of the re-checks, the action last sent.
+func (so Result) then(next Result) Result {
+	next.Replanned = next.Replanned || so.Replanned
+	next.Evidence = append(slices.Clone(so.Evidence), next.Evidence...)
+	if next.Action == nil {
+		next.Action = so.Action
+	}
+	return next
 }
 
 // took reports whether fresh, read again after a write whose answer was lost, shows the write
@@ -280,15 +290,6 @@ func blamed(view *rules.View, res *Result) {
 	config := configs[0]
 	res.Detail = fmt.Sprintf("refused by webhook %s of %s %s: %s", m[1], config.Resource.Kind, config.Name, res.Detail)
 	res.BlockedBy = append(res.BlockedBy, config.Ref())
-}
-
-// vetted reports whether vet lets f's action be taken, and if not, sets res to why.
-func vetted(vet func(rules.Finding) (Result, bool), f rules.Finding, res *Result) bool {
-	why, ok := vet(f)
-	if !ok {
-		*res = why
-	}
-	return ok
 }
 
 // confirm checks the facts of a re-planned action with the Confirmer, afresh; without one, an
@@ -377,23 +378,19 @@ var (
 	errUnknownAction = errors.New("unknown action")
 )
 
-// result is what err, the answer to the last write, makes of an action; so far carries what
-// earlier attempts found (re-planned, evidence, the action sent).
-func (a *Applier) result(err error, so Result) Result {
-	var res Result
+// result is what err, the answer to the last write, makes of an action.
+func (a *Applier) result(err error) Result {
 	switch {
 	case errors.Is(err, errNothingToDo):
-		res = skipped(ReasonResolved, "%v", err)
+		return skipped(ReasonResolved, "%v", err)
 	case err == nil, apierrors.IsNotFound(err):
-		res = Result{Outcome: OutcomeApplied}
 		if a.Mode == DryRunServer {
-			res = Result{Outcome: OutcomeDryRun}
+			return Result{Outcome: OutcomeDryRun}
 		}
+		return Result{Outcome: OutcomeApplied}
 	default:
-		res = failed(ReasonAPIError, "%v", err)
+		return failed(ReasonAPIError, "%v", err)
 	}
-	res.Replanned, res.Evidence, res.Action = so.Replanned, so.Evidence, so.Action
-	return res
 }
 
 // mayHaveLostRace reports whether a write may have failed on its precondition: a 409 Conflict
