@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -42,19 +44,17 @@ var (
 	OperatorConditions     = known("operators.coreos.com", "v2", "operatorconditions", "OperatorCondition", true)
 )
 
-// Facts are the resources rules draw cluster-wide facts from: each shard of a split sweep reads
-// them in full, so that every shard decides from what a single run would see. (Events and
-// ServiceAccounts are in the table for the engine's writes and RBAC, not for facts.)
-func Facts() []schema.GroupResource {
-	var out []schema.GroupResource
-	for _, r := range []Resource{Namespaces, Nodes, Pods, Secrets, ConfigMaps, Services,
+// IsFact reports whether rules draw cluster-wide facts from a resource: each shard of a split
+// sweep reads such resources in full, so that every shard decides from what a single run would
+// see. (Events and ServiceAccounts are in the table for the engine's writes and RBAC, not for
+// facts.)
+func IsFact(gr schema.GroupResource) bool {
+	return slices.ContainsFunc([]Resource{Namespaces, Nodes, Pods, Secrets, ConfigMaps, Services,
 		Deployments, StatefulSets, DaemonSets, Leases, EndpointSlices,
 		ClusterRoles, ClusterRoleBindings, Roles, RoleBindings,
 		MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices, CustomResourceDefinitions,
-		Subscriptions, InstallPlans, ClusterServiceVersions, Operators, OperatorConditions} {
-		out = append(out, r.GroupResource())
-	}
-	return out
+		Subscriptions, InstallPlans, ClusterServiceVersions, Operators, OperatorConditions},
+		func(r Resource) bool { return r.GroupResource() == gr })
 }
 
 // resourcesByKind indexes resources by kind; the kinds must be unique.

@@ -133,9 +133,9 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 	}
 
 	var tasks []listTask
-	shard, facts := e.Options.shard(), setOf(rules.Facts())
+	shard := e.Options.shard()
 	for _, r := range resources {
-		sharding := shard.plan(r, facts)
+		sharding := shard.plan(r)
 		if sharding == listedElsewhere {
 			continue
 		}
@@ -171,10 +171,9 @@ func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage 
 	if !shard.sharded() {
 		return nil
 	}
-	facts := setOf(rules.Facts())
 	coverage := &rules.ShardCoverage{Owns: shard.ownsNamespace}
 	for _, r := range resources {
-		switch shard.plan(r, facts) {
+		switch shard.plan(r) {
 		case keepOwnNamespaces:
 			coverage.Namespaced = append(coverage.Namespaced, r.GroupResource())
 		case listedElsewhere:
@@ -182,14 +181,6 @@ func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage 
 		}
 	}
 	return coverage
-}
-
-func setOf[T comparable](items []T) map[T]bool {
-	set := make(map[T]bool, len(items))
-	for _, item := range items {
-		set[item] = true
-	}
-	return set
 }
 
 func (e *Engine) namespaces(ctx context.Context) ([]string, error) {

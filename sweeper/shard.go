@@ -16,7 +16,7 @@ import (
 // namespaced object (and a Namespace) goes with its namespace, so that the shard that reports a
 // stuck namespace holds everything in it; any other cluster-scoped object goes with its resource.
 //
-// Every shard reads in full the resources rules draw cluster-wide facts from (rules.Facts: nodes,
+// Every shard reads in full the resources rules draw cluster-wide facts from (rules.IsFact: nodes,
 // workloads, Leases, CSVs, Subscriptions, CRDs, APIServices, Helm releases, …), so that each
 // decides from the same facts a single run would. Of the other resources, a shard keeps the
 // objects it owns: the namespaced ones in its namespaces (all shards list them), the cluster-scoped
@@ -77,10 +77,10 @@ const (
 	listedElsewhere
 )
 
-func (s Shard) plan(r rules.Resource, facts map[schema.GroupResource]bool) shardPlan {
+func (s Shard) plan(r rules.Resource) shardPlan {
 	gr := r.GroupResource()
 	switch {
-	case !s.sharded() || facts[gr]:
+	case !s.sharded() || rules.IsFact(gr):
 		return keepAll
 	case r.Namespaced:
 		return keepOwnNamespaces
