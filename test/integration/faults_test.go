@@ -1,15 +1,9 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -105,44 +99,20 @@ type faultRun struct {
 // proxy injected and let through as writes.
 func sweepThroughProxy(t *testing.T, proxy *cluster.FaultProxy, d faultDebris, extra ...string) faultRun {
 	t.Helper()
-	dir := t.TempDir()
-	kubeconfig, err := proxy.Kubeconfig(dir)
+	kubeconfig, err := proxy.Kubeconfig(t.TempDir())
 	require.NoError(t, err)
-	config := filepath.Join(dir, "config.yaml")
-	// logging-operator runs, if at all, as a Deployment in the namespace: the shipped mapping
-	// looks for it in every namespace, which a run limited by --include-namespaces cannot tell.
-	// Every action is taken (no cap).
-	require.NoError(t, os.WriteFile(config, []byte(fill(`
-apiVersion: sweeper.operator-sweeper.io/v1alpha1
-kind: SweeperConfig
-max-actions: 0
-log-format: json
-finalizers:
-- pattern: "*.logging.banzaicloud.io/finalizer"
-  controllers:
-  - {kind: Deployment, namespace: NAMESPACE, selector: "app.kubernetes.io/name=logging-operator"}
-`, d.ns, "")), 0o600))
-	args := append([]string{"--kubeconfig", kubeconfig, "--config", config,
+	// logging-operator runs, if at all, as a Deployment in the namespace (orphansConfig). Every
+	// action is taken (no cap).
+	args := append([]string{"--kubeconfig", kubeconfig, "--config", orphansConfig(t, d.ns),
+		"--max-actions=0", "--log-format=json",
 		"--dry-run=none", "-o", "json", fmt.Sprintf("--page-size=%d", faultPageSize),
 		"--request-timeout=" + faultRequestTimeout.String(), "--include-namespaces", d.ns,
 		"--min-terminating-age=0s", "--min-age=0s"}, extra...)
 
-	// A safety net: a run that hangs fails the test instead of the whole package.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, sweeperBinary, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
-	err = cmd.Run()
-	run := faultRun{stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		run.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run %s: %v", sweeperBinary, err)
-	}
+	var run faultRun
+	run.stdout, run.stderr, run.code = runBinaryEnv(t, nil, args...)
+	run.took = time.Since(start)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("run took %s, exit %d; its log:\n%s", run.took, run.code, run.stderr)
@@ -150,13 +120,13 @@ finalizers:
 			t.Logf("writes:\n%s", proxyLog(proxyWrites(proxy, ".")))
 		}
 	})
-	require.NoError(t, json.Unmarshal(out.Bytes(), &run.report), "stdout: %s\nstderr: %s", run.stdout, run.stderr)
+	require.NoError(t, json.Unmarshal([]byte(run.stdout), &run.report), "stdout: %s\nstderr: %s", run.stdout, run.stderr)
 	var summary struct {
 		Summary struct {
 			Incomplete *bool `json:"incomplete"`
 		} `json:"summary"`
 	}
-	require.NoError(t, json.Unmarshal(out.Bytes(), &summary))
+	require.NoError(t, json.Unmarshal([]byte(run.stdout), &summary))
 	run.incomplete = summary.Summary.Incomplete
 	return run
 }
