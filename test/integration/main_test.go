@@ -112,16 +112,26 @@ func seeded(t testing.TB) func(cluster.Seeded, error) cluster.Seeded {
 	}
 }
 
+// remove releases and deletes objs, newest first. Each is retried for a while: a webhook
+// configuration deleted a moment ago still admits requests until the API server's cache drops it.
 func remove(t testing.TB, objs []*unstructured.Unstructured) {
 	for _, obj := range slices.Backward(objs) {
 		client, _, err := testCluster.Resource(obj)
 		require.NoError(t, err)
-		_, err = client.Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		if err == nil {
-			err = client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+		var last error
+		gone := func() bool {
+			_, err := client.Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err == nil {
+				err = client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+			}
+			last = err
+			return err == nil || apierrors.IsNotFound(err)
 		}
-		if !apierrors.IsNotFound(err) {
-			assert.NoError(t, err, "remove %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		for deadline := time.Now().Add(10 * time.Second); !gone() && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !apierrors.IsNotFound(last) {
+			assert.NoError(t, last, "remove %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		}
 	}
 }
