@@ -65,6 +65,8 @@ const (
 	ReasonZoneOutage Reason = rules.HeldZoneOutage
 	// ReasonInterrupted: the run was interrupted (SIGTERM, SIGINT, --timeout) before the action.
 	ReasonInterrupted Reason = "interrupted"
+	// ReasonNotRestorable: restore cannot undo the action (a pod deleted, a deletion under way).
+	ReasonNotRestorable Reason = "not-restorable"
 )
 
 // Why an action failed.
@@ -77,6 +79,10 @@ const (
 	ReasonNotInView Reason = "not-in-view"
 	// ReasonRuleFailed: the rule panicked while re-planning the action: a rule's bug.
 	ReasonRuleFailed Reason = "rule-failed"
+	// ReasonBackup: the pre-image could not be kept in --backup-dir, so the write was not sent;
+	// or (skipped) a CustomResourceDefinition has custom resources and there is no --backup-dir
+	// to keep them in.
+	ReasonBackup Reason = "backup"
 )
 
 // Result is what became of one action.
@@ -96,6 +102,10 @@ type Result struct {
 	// BlockedBy are objects found to block the action: the webhook configuration whose webhook
 	// refused the write.
 	BlockedBy []rules.ObjectRef
+	// Before is the object as read right before the last write sent.
+	Before *PreImage
+	// backupFile is the file of --backup-dir that holds Before, if any.
+	backupFile string
 }
 
 func skipped(reason Reason, format string, args ...any) Result {
@@ -112,9 +122,12 @@ func failed(reason Reason, format string, args ...any) Result {
 //     replaces the finalizers;
 //   - SetOwnerReferences: a JSON patch that tests the resourceVersion as observed;
 //   - Delete: DeleteOptions with the observed UID and resourceVersion as preconditions.
+//
+// Before each write it reads the object in full, and keeps its pre-image (see take).
 type Applier struct {
 	Metadata metadata.Interface
-	// Dynamic re-reads objects whose view holds their full content, and records Events.
+	// Dynamic reads objects in full (their pre-images, and re-reads of those the view holds in
+	// full), and records Events.
 	Dynamic dynamic.Interface
 	Mode    DryRunMode
 	Logger  *slog.Logger
@@ -126,12 +139,15 @@ type Applier struct {
 	// Vet, if set, says why a re-planned action must not be taken (held back by its rule, its
 	// object too young), as the engine says it of every action before the first attempt.
 	Vet func(rules.Finding) (Result, bool)
+	// Backups, if set, keeps each pre-image on disk before the write (--backup-dir).
+	Backups *backupDir
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
-// race (the object changed after it was observed) is retried once: the object is re-read, rule
+// race (the object changed after it was observed) is retried: the object is re-read, rule
 // re-plans it, and the new action, if there still is one, is sent. An object that is gone counts
-// as done; one deleted and re-created is left to the next run.
+// as done; one deleted and re-created is left to the next run. The result holds the object's
+// pre-image; with Backups, so does a file, which ends up with the outcome.
 func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, f rules.Finding) Result {
 	switch {
 	case f.Action == nil:
@@ -147,6 +163,12 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	res, acted := a.apply(ctx, rule, view, obj, f)
 	if res.Outcome == OutcomeFailed {
 		blamed(view, &res)
+	}
+	if res.backupFile != "" {
+		// The record now says what became of the write; restore judges one without by the object.
+		if _, err := a.Backups.keep(findingResult(f, res), res.backupFile); err != nil {
+			a.Logger.WarnContext(ctx, "the outcome of a write was not recorded in its backup", "file", res.backupFile, "error", err)
+		}
 	}
 	if res.Outcome == OutcomeApplied {
 		action := f.Action
@@ -169,7 +191,7 @@ const maxReplans = 5
 // acted on.
 func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) (res Result, acted *rules.Object) {
 	action := f.Action
-	err := a.send(ctx, obj, action)
+	err := a.take(ctx, f, obj, action, &res)
 	for attempt := 0; ; attempt++ {
 		uncertain := mayNotHaveHappened(err)
 		if !uncertain && !mayHaveLostRace(err) {
@@ -218,7 +240,7 @@ func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		}
 		obj, action = fresh, replanned.Action
 		res.Action = action
-		err = a.send(ctx, obj, action)
+		err = a.take(ctx, f, obj, action, &res)
 	}
 }
 
@@ -236,8 +258,72 @@ func (so Result) then(next Result) Result {
 	if next.Action == nil {
 		next.Action = so.Action
 	}
+	if next.Before == nil {
+		next.Before, next.backupFile = so.Before, so.backupFile
+	}
 	return next
 }
+
+// take reads the object in full right before the write, keeps its pre-image in res (and, with
+// --backup-dir, on disk, synced, or the write is not sent) and sends the action. The read is a
+// precondition too: an object that changed since it was observed has won a race. A
+// CustomResourceDefinition to delete takes its custom resources with it: they are listed in full
+// and kept alongside, and without --backup-dir one that has any is not deleted.
+func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, action rules.Action, res *Result) error {
+	u, err := dynamicClient(a.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return err
+	case u.GetUID() != obj.UID || u.GetResourceVersion() != obj.ResourceVersion:
+		return apierrors.NewConflict(obj.Resource.GroupResource(), obj.Name, errors.New("the object changed after it was observed"))
+	}
+	pre := &PreImage{Resource: obj.Resource.Resource, Object: preImage(u)}
+	if _, deletes := action.(rules.Delete); deletes && obj.Resource.GroupResource() == rules.CustomResourceDefinitions.GroupResource() {
+		if pre.Instances, err = customResources(ctx, a.Dynamic, u); err != nil {
+			return &backupError{err}
+		}
+		evidence := "it has no custom resources (listed right before the delete)"
+		switch {
+		case len(pre.Instances) > 0 && a.Backups == nil:
+			return &needsBackupError{crd: obj.Name, instances: len(pre.Instances)}
+		case len(pre.Instances) > 0 && a.Mode == DryRunNone:
+			evidence = fmt.Sprintf("its %d custom resources, listed in full right before the delete, are kept in --%s and in before.instances; they are deleted with it",
+				len(pre.Instances), FlagBackupDir)
+		case len(pre.Instances) > 0:
+			evidence = fmt.Sprintf("its %d custom resources, listed in full, are in before.instances; with --dry-run=none they would be kept in --%s and deleted with it",
+				len(pre.Instances), FlagBackupDir)
+		}
+		if !slices.Contains(res.Evidence, evidence) {
+			res.Evidence = append(res.Evidence, evidence)
+		}
+	}
+	res.Before = pre
+	if a.Backups != nil && a.Mode == DryRunNone {
+		f.Action = action
+		if res.backupFile, err = a.Backups.keep(findingResult(f, Result{Before: pre}), res.backupFile); err != nil {
+			return &backupError{err}
+		}
+	}
+	return a.send(ctx, obj, action)
+}
+
+// needsBackupError is a delete that would take data along, with nowhere to keep it.
+type needsBackupError struct {
+	crd       string
+	instances int
+}
+
+func (e *needsBackupError) Error() string {
+	return fmt.Sprintf("CustomResourceDefinition %s has %d custom resources, which are deleted with it; run with --%s to keep them first",
+		e.crd, e.instances, FlagBackupDir)
+}
+
+// backupError is a pre-image that could not be kept: the write was not sent.
+type backupError struct{ err error }
+
+func (e *backupError) Error() string { return e.err.Error() }
+
+func (e *backupError) Unwrap() error { return e.err }
 
 // took reports whether fresh, read again after a write whose answer was lost, shows the write
 // done: the finalizers gone, the ownerReferences set, the deletion begun.
@@ -263,7 +349,7 @@ func took(before, fresh *rules.Object, action rules.Action) bool {
 func mayNotHaveHappened(err error) bool {
 	var status apierrors.APIStatus
 	switch {
-	case err == nil, errors.Is(err, errNothingToDo), errors.Is(err, errUnknownAction):
+	case err == nil, errors.Is(err, errNothingToDo), errors.Is(err, errUnknownAction), errors.As(err, new(*needsBackupError)), errors.As(err, new(*backupError)):
 		return false
 	case errors.As(err, &status):
 		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
@@ -383,6 +469,10 @@ func (a *Applier) result(err error) Result {
 	switch {
 	case errors.Is(err, errNothingToDo):
 		return skipped(ReasonResolved, "%v", err)
+	case errors.As(err, new(*needsBackupError)):
+		return skipped(ReasonBackup, "%v", err)
+	case errors.As(err, new(*backupError)):
+		return failed(ReasonBackup, "%v; the write was not sent", err)
 	case err == nil, apierrors.IsNotFound(err):
 		if a.Mode == DryRunServer {
 			return Result{Outcome: OutcomeDryRun}

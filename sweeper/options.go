@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -90,6 +91,8 @@ const (
 	FlagLogLevel            = "log-level"
 	FlagFailOnFindings      = "fail-on-findings"
 	FlagShard               = "shard"
+	FlagBackupDir           = "backup-dir"
+	FlagBackupRetention     = "backup-retention"
 )
 
 // Options is everything one run needs. The config file uses the flag names as keys, so a flag
@@ -164,6 +167,13 @@ type Options struct {
 	// Shard is "i/n": this run is shard i of a sweep split across n processes (see Shard); empty
 	// means the whole sweep.
 	Shard string `json:"shard,omitempty"`
+	// BackupDir, if set, receives the pre-image of each object before it is written, one file
+	// per object in a directory per run, synced before the write; a write whose pre-image cannot
+	// be kept is not sent.
+	BackupDir string `json:"backup-dir,omitempty"`
+	// BackupRetention is how long the files in BackupDir are kept: older ones are removed at the
+	// start of each run. It takes days ("30d") as well as Go durations.
+	BackupRetention model.Duration `json:"backup-retention"`
 
 	// PushOptions say where and how the run's metrics are pushed.
 	PushOptions `json:",inline"`
@@ -191,6 +201,7 @@ func DefaultOptions() Options {
 		UnhealthyZoneThreshold: 0.55,
 		CatalogPodSlack:        metav1.Duration{Duration: time.Minute},
 		NodeNotReadyFor:        metav1.Duration{Duration: 5 * time.Minute},
+		BackupRetention:        model.Duration(30 * 24 * time.Hour),
 		LogFormat:              "text",
 		LogLevel:               "info",
 		PushOptions:            PushOptions{PushgatewayTimeout: metav1.Duration{Duration: 10 * time.Second}},
@@ -228,6 +239,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogLevel, FlagLogLevel, o.LogLevel, "Log level: debug, info, warn or error.")
 	fs.BoolVar(&o.FailOnFindings, FlagFailOnFindings, o.FailOnFindings, "Exit 3 when there are findings.")
 	fs.StringVar(&o.Shard, FlagShard, o.Shard, "i/n: sweep shard i of n, in an Indexed Job (default: $JOB_COMPLETION_INDEX/$JOB_COMPLETIONS if both are set, else the whole cluster).")
+	fs.StringVar(&o.BackupDir, FlagBackupDir, o.BackupDir, "Keep the pre-image of each object written in this directory, synced before the write; a write whose pre-image cannot be kept is not sent.")
+	fs.Var((*retention)(&o.BackupRetention), FlagBackupRetention, "Remove files in --backup-dir older than this at the start of a run (30d, 12h).")
 	o.PushOptions.AddFlags(fs)
 }
 
@@ -495,6 +508,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s %s: its directory does not exist", FlagReportFile, o.ReportFile))
 		}
 	}
+	if o.BackupDir != "" {
+		if info, err := os.Stat(o.BackupDir); err != nil || !info.IsDir() {
+			errs = append(errs, fmt.Errorf("--%s %s is not a directory: create it (a volume mounted there, in a cluster) or leave the flag out", FlagBackupDir, o.BackupDir))
+		}
+	}
 	errs = append(errs, o.PushOptions.Validate()...)
 	if _, err := o.RuleSet(); err != nil {
 		errs = append(errs, err)
@@ -552,6 +570,9 @@ func (o Options) validateValues() []error {
 			invalid(d.flag, d.value, "it must not be negative")
 		}
 	}
+	if o.BackupRetention <= 0 {
+		invalid(FlagBackupRetention, o.BackupRetention, "it must be positive, such as 30d")
+	}
 	if o.Shard != "" {
 		if _, err := ParseShard(o.Shard); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %w", FlagShard, err))
@@ -600,6 +621,22 @@ func (o Options) shard() Shard {
 	s, _ := ParseShard(o.Shard)
 	return s
 }
+
+// retention is a flag of a duration that takes days ("30d"), as Prometheus' durations do.
+type retention model.Duration
+
+func (r *retention) String() string { return model.Duration(*r).String() }
+
+func (r *retention) Set(s string) error {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("use a duration such as 30d or 12h: %w", err)
+	}
+	*r = retention(d)
+	return nil
+}
+
+func (r *retention) Type() string { return "duration" }
 
 // Errors Run returns after the report was printed, when the exit status must say more than "done".
 var (

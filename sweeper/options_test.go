@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,6 +75,9 @@ func TestValidate(t *testing.T) {
 		{"grouping without value", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"region"} }, `--push-grouping "region" is invalid: use label=value`},
 		{"grouping bad label", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"my-region=eu"} }, `--push-grouping "my-region=eu" is invalid`},
 		{"grouping job", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"job=x"} }, `--push-grouping "job=x": job is set already`},
+		{"backup-dir missing", func(o *Options) { o.BackupDir = "/nonexistent/backup" }, "--backup-dir /nonexistent/backup is not a directory"},
+		{"backup-dir a file", func(o *Options) { o.BackupDir = "/etc/hostname" }, "--backup-dir /etc/hostname is not a directory"},
+		{"backup-retention", func(o *Options) { o.BackupRetention = 0 }, "--backup-retention 0s is invalid: it must be positive, such as 30d"},
 		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are dead-apiservices, dead-webhooks, olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
 	}
 	for _, tt := range tests {
@@ -103,6 +107,7 @@ kind: SweeperConfig
 dry-run: none
 max-actions: 7
 min-terminating-age: 1h
+backup-retention: 7d
 exclude-namespaces: [kube-*, openshift-*]
 rules:
   stuck-terminating:
@@ -116,6 +121,7 @@ rules:
 	assert.Equal(t, []string{"kube-*", "openshift-*"}, opts.ExcludeNamespaces)
 	assert.Equal(t, map[string]rules.RuleConfig{"stuck-terminating": {Enabled: ptr.To(false)}}, opts.RuleConfigs)
 	assert.Equal(t, file, opts.ConfigFile)
+	assert.Equal(t, model.Duration(7*24*time.Hour), opts.BackupRetention, "days, as Prometheus' durations take them")
 	// What the file does not set keeps its default.
 	assert.Equal(t, int64(500), opts.PageSize)
 	assert.Equal(t, OutputTable, opts.Output)

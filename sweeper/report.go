@@ -99,6 +99,9 @@ type FindingResult struct {
 	Error string `json:"error,omitempty"`
 	// BlockedBy are the objects that keep this one stuck; their findings say why.
 	BlockedBy []ObjectSummary `json:"blockedBy,omitempty"`
+	// Before is the object as it was read right before the write (and, for a
+	// CustomResourceDefinition deleted, its custom resources): what restore brings back.
+	Before *PreImage `json:"before,omitempty"`
 }
 
 // ObjectSummary identifies the object of a finding.
@@ -150,6 +153,24 @@ func newReport(start time.Time, opts Options) *Report {
 }
 
 func (r *Report) addFinding(f rules.Finding, res Result) {
+	fr := findingResult(f, res)
+	r.Summary.Findings++
+	switch {
+	case fr.Action == nil:
+	case fr.Outcome == OutcomePlanned, fr.Outcome == OutcomeDryRun:
+		r.Summary.Planned++
+	case fr.Outcome == OutcomeApplied:
+		r.Summary.Applied++
+	case fr.Outcome == OutcomeFailed:
+		r.Summary.Failed++
+	case fr.Outcome == OutcomeSkipped:
+		r.Summary.Skipped++
+	}
+	r.Findings = append(r.Findings, fr)
+}
+
+// findingResult is a finding and what became of its action, as the report shows it.
+func findingResult(f rules.Finding, res Result) FindingResult {
 	fr := FindingResult{
 		Rule:     f.Rule,
 		Severity: f.Severity,
@@ -169,29 +190,24 @@ func (r *Report) addFinding(f rules.Finding, res Result) {
 	if fr.Evidence == nil {
 		fr.Evidence = []string{}
 	}
-	r.Summary.Findings++
-	if f.Action != nil {
-		action := f.Action
-		if res.Action != nil {
-			action = res.Action
-		}
-		fr.Action = summarizeAction(action)
-		fr.Outcome = res.Outcome
-		fr.Error = res.Detail
-		switch res.Outcome {
-		case OutcomePlanned, OutcomeDryRun:
-			r.Summary.Planned++
-		case OutcomeApplied:
-			r.Summary.Applied++
-		case OutcomeFailed:
-			r.Summary.Failed++
-			fr.FailReason = res.Reason
-		case OutcomeSkipped:
-			r.Summary.Skipped++
-			fr.SkipReason = res.Reason
-		}
+	if f.Action == nil {
+		return fr
 	}
-	r.Findings = append(r.Findings, fr)
+	action := f.Action
+	if res.Action != nil {
+		action = res.Action
+	}
+	fr.Action = summarizeAction(action)
+	fr.Outcome = res.Outcome
+	fr.Error = res.Detail
+	fr.Before = res.Before
+	switch res.Outcome {
+	case OutcomeFailed:
+		fr.FailReason = res.Reason
+	case OutcomeSkipped:
+		fr.SkipReason = res.Reason
+	}
+	return fr
 }
 
 func summarizeObject(ref rules.ObjectRef) ObjectSummary {
@@ -208,6 +224,11 @@ func summarizeAction(action rules.Action) *ActionSummary {
 		s.RemoveOwnerReferences = act.Remove
 	case rules.Delete:
 		s.GracePeriodSeconds = act.GracePeriodSeconds
+	case addFinalizers:
+		s.Finalizers = act.finalizers
+	case setOwners:
+		s.AddOwnerReferences = act.change.Add
+		s.RemoveOwnerReferences = act.change.Remove
 	}
 	return s
 }
@@ -353,6 +374,9 @@ func (r *Report) printMarkdown(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// String names the object as the report's table does: "Kind namespace/name".
+func (o ObjectSummary) String() string { return o.Kind + " " + o.namespacedName() }
 
 func (o ObjectSummary) namespacedName() string {
 	if o.Namespace == "" {

@@ -156,6 +156,7 @@ func (e *Engine) Run(ctx context.Context) *Report {
 		report.Metadata.EndTime = metav1.NewTime(e.Clock.Now())
 	}()
 
+	e.pruneBackups(ctx, report)
 	inv, err := e.inventory(ctx)
 	report.Errors = append(report.Errors, inv.problems...)
 	report.Summary.Incomplete = len(inv.problems) > 0 || err != nil
@@ -332,6 +333,9 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Options.PageSize}
 	applier := &Applier{Metadata: e.Clients.Metadata, Dynamic: e.Clients.Dynamic, Mode: e.Options.DryRun, Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer,
 		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
+	if e.Options.BackupDir != "" {
+		applier.Backups = &backupDir{root: e.Options.BackupDir, cluster: e.Options.Cluster, startTime: report.Metadata.StartTime.Time}
+	}
 	protected := patterns(e.Options.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken, interrupted := 0, 0
@@ -367,6 +371,23 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		report.Errors = append(report.Errors, ReportError{Stage: StageApply, Fatal: true,
 			Message: fmt.Sprintf("interrupted (%v) after %d actions; %d were not taken, the next run takes them", context.Cause(ctx), taken, interrupted)})
 	}
+}
+
+// pruneBackups removes the files in --backup-dir older than --backup-retention. A failure is
+// reported, and fails nothing: each write still needs its own pre-image kept.
+func (e *Engine) pruneBackups(ctx context.Context, report *Report) {
+	if e.Options.BackupDir == "" {
+		return
+	}
+	// File times are the local clock's.
+	removed, err := pruneBackups(e.Options.BackupDir, time.Now().Add(-time.Duration(e.Options.BackupRetention)))
+	if err != nil {
+		e.Logger.WarnContext(ctx, "old backups not all removed", "dir", e.Options.BackupDir, "removed", removed, "error", err)
+		report.Errors = append(report.Errors, ReportError{Stage: StageApply, Message: fmt.Sprintf("--%s: remove files older than --%s=%s: %v",
+			FlagBackupDir, FlagBackupRetention, e.Options.BackupRetention, err)})
+		return
+	}
+	e.Logger.InfoContext(ctx, "old backups removed", "dir", e.Options.BackupDir, "removed", removed, "retention", e.Options.BackupRetention.String())
 }
 
 // inFlightGrace is how long an action under way when the run is interrupted (SIGTERM, --timeout)

@@ -135,7 +135,11 @@ func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeApplied}, res)
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	require.NotNil(t, res.Before, "the pre-image, read right before the write")
+	assert.Equal(t, "configmaps", res.Before.Resource)
+	assert.Equal(t, []string{finalizerA, finalizerB}, res.Before.Object.GetFinalizers())
+	assert.Empty(t, res.Before.Object.GetResourceVersion())
 	assert.Equal(t, []string{finalizerB}, f.finalizers(t, "cm"))
 	patches := f.patches("cm")
 	require.Len(t, patches, 1)
@@ -154,7 +158,8 @@ func TestApplyServerDryRunSendsButDoesNotPersist(t *testing.T) {
 
 	res := f.applier(sweeper.DryRunServer).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeDryRun}, res)
+	assert.Equal(t, sweeper.OutcomeDryRun, res.Outcome, res.Detail)
+	assert.NotNil(t, res.Before)
 	assert.Equal(t, []string{finalizerA, finalizerB}, f.finalizers(t, "cm"), "nothing persisted")
 	patches := f.patches("cm")
 	require.Len(t, patches, 1, "the request was sent")
@@ -175,21 +180,42 @@ func TestApplyClientDryRunSendsNothing(t *testing.T) {
 	assert.Empty(t, f.rec.requests, "not a single request")
 }
 
-// TestApplyLosesToAConcurrentUpdate: a controller adds a finalizer between plan and apply. The
-// patch's test fails, the object is re-read and re-planned, and no finalizer is lost.
+// TestApplyLosesToAConcurrentUpdate: a controller adds a finalizer between the sweeper's read of
+// the object (its pre-image) and its patch. The patch's test fails, the object is re-read and
+// re-planned, and no finalizer is lost.
 func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
 	f := newApplyFixture(t)
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
-
-	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+	f.rec.raceBefore("PATCH", "/configmaps/cm$", func() {
+		f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+	})
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
 	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"), "c, added concurrently, is kept")
-	assert.Len(t, f.patches("cm"), 2, "the first patch lost, the re-planned one won")
-	assert.Len(t, f.rec.matching("GET", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$"), 1, "re-read once")
+	patches := f.patches("cm")
+	require.Len(t, patches, 2, "the first patch lost, the re-planned one won")
+	assert.Equal(t, http.StatusUnprocessableEntity, patches[0].Status, "refused by the server: its test operation failed")
+	assert.Equal(t, []string{finalizerA, finalizerB, finalizerC}, res.Before.Object.GetFinalizers(), "the pre-image is of the object the winning patch changed")
+}
+
+// TestApplyDoesNotWriteOnAStaleView: a controller adds a finalizer between the view and the
+// sweeper's read of the object. The read shows the change: no patch is sent on the stale view;
+// the action is re-planned from the read, and one patch is sent.
+func TestApplyDoesNotWriteOnAStaleView(t *testing.T) {
+	f := newApplyFixture(t)
+	obj := f.configMap(t, "cm", finalizerA, finalizerB)
+	view, finding := plan(t, releaseA(f.namespace), obj)
+	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+
+	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.True(t, res.Replanned)
+	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"))
+	assert.Len(t, f.patches("cm"), 1, "no patch on what the view said")
 }
 
 // TestApplyRacingReleaseIsResolved: someone else released the finalizer first; the re-plan finds
@@ -222,8 +248,8 @@ func TestApplyToAnObjectThatIsGoneIsDone(t *testing.T) {
 }
 
 // TestDeleteNeverHitsARecreatedObject: the object is deleted and re-created under the same name,
-// just like it, between plan and apply. The UID precondition stops the delete, and the new object
-// is left to the next run: nothing in the view was observed of it.
+// just like it, right before the sweeper's delete reaches the server. The UID precondition stops
+// the delete, and the new object is left to the next run: nothing in the view was observed of it.
 func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 	f := newApplyFixture(t)
 	doomed := planRule{
@@ -236,12 +262,14 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	view, finding := plan(t, doomed, &rules.Object{Resource: &configMaps, Meta: rules.MetaOf(&cm.ObjectMeta)})
-
-	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
-	recreated, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"doomed": "true"}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	var recreated *corev1.ConfigMap
+	f.rec.raceBefore("DELETE", "/configmaps/cm$", func() {
+		require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
+		recreated, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"doomed": "true"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	})
 
 	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), doomed, view, finding)
 
@@ -252,7 +280,8 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, recreated.UID, got.UID, "the re-created object survives, although the rule would delete it too")
 	deletes := f.rec.matching("DELETE", "^/api/v1/namespaces/"+f.namespace+"/configmaps/cm$")
-	assert.Len(t, deletes, 1, "the delete was sent once and refused")
+	require.Len(t, deletes, 1, "the delete was sent once")
+	assert.Equal(t, http.StatusConflict, deletes[0].Status, "and refused: its UID precondition failed")
 }
 
 // TestApplyReportsARefusedWriteThatIsNoRace: the server refuses a patch although the object did
@@ -324,37 +353,25 @@ func TestApplyWithNothingLeftToRemove(t *testing.T) {
 	assert.Empty(t, f.rec.matching("POST", "/events$"))
 }
 
-// racingRule re-plans as its inner rule does, and, like a controller that keeps writing, changes
-// the object on the server right after each of its first races re-plans, so that each re-planned
-// write loses too.
-type racingRule struct {
-	planRule
-	f     applyFixture
-	t     *testing.T
-	races int
-	plans int
-}
-
-func (r *racingRule) Plan(ctx context.Context, view *rules.View) []rules.Finding {
-	findings := r.planRule.Plan(ctx, view)
-	if r.plans++; r.plans <= r.races {
-		r.f.update(r.t, "cm", func(cm *corev1.ConfigMap) {
-			cm.Finalizers = append(cm.Finalizers, "test.operator-sweeper.io/race-"+strconv.Itoa(r.plans))
-		})
-	}
-	return findings
-}
-
-// TestApplyKeepsReplanningWhileItLosesRaces: a controller that writes the object three more times
-// while the sweeper re-plans does not make the action fail; the fourth re-planned write wins.
+// TestApplyKeepsReplanningWhileItLosesRaces: a controller that writes the object right before
+// each of the sweeper's first four patches does not make the action fail; the fourth re-planned
+// patch wins.
 func TestApplyKeepsReplanningWhileItLosesRaces(t *testing.T) {
 	f := newApplyFixture(t)
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
-	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
-	rule := &racingRule{planRule: releaseA(f.namespace), f: f, t: t, races: 3}
+	f.rec.raceBefore("PATCH", "/configmaps/cm$", func() {
+		f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
+	})
+	for i := 1; i <= 3; i++ {
+		f.rec.raceBefore("PATCH", "/configmaps/cm$", func() {
+			f.update(t, "cm", func(cm *corev1.ConfigMap) {
+				cm.Finalizers = append(cm.Finalizers, "test.operator-sweeper.io/race-"+strconv.Itoa(i))
+			})
+		})
+	}
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), rule, view, finding)
+	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
 	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC, "test.operator-sweeper.io/race-1", "test.operator-sweeper.io/race-2",

@@ -96,23 +96,26 @@ func TestConfirmOLMRBACOfACSVInstalledMeanwhile(t *testing.T) {
 }
 
 // TestConfirmDeleteCarriesTheResourceVersion: OLM re-points the ClusterRole to the CSV of an
-// upgrade between the view and the delete. The delete's resourceVersion precondition fails; the
-// re-plan finds the new CSV.
+// upgrade right before the delete reaches the server. The delete's resourceVersion precondition
+// fails; the re-plan finds the new CSV.
 func TestConfirmDeleteCarriesTheResourceVersion(t *testing.T) {
 	ns := newNamespace(t)
 	role := create(t, ns, fill(olmRBAC, ns, "etcd.v1"))[0]
 	rec := &recorder{}
 
-	report := sweepChanging(t, shippedOptions(t), rec, func() {
+	rec.raceBefore("DELETE", "/clusterroles/"+role.GetName()+"$", func() {
 		create(t, ns, fill(plainCSV, ns, "etcd.v3"))
 		patchObject(t, role, `{"metadata":{"labels":{"olm.owner":"etcd.v3"}}}`)
 	})
+
+	report := sweepChanging(t, shippedOptions(t), rec, nil)
 
 	f := findingAbout(t, report, "olm-rbac", role)
 	assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, f.Error)
 	assert.NotNil(t, testCluster.Current(t, role), "the upgraded operator's RBAC stays")
 	deletes := rec.matching("DELETE", "/clusterroles/"+role.GetName()+"$")
-	require.Len(t, deletes, 1, "one delete, refused")
+	require.Len(t, deletes, 1, "one delete")
+	assert.Equal(t, http.StatusConflict, deletes[0].Status, "refused: its resourceVersion precondition failed")
 }
 
 // TestConfirmNamespacedOLMRBACIsTheGarbageCollectorsJob: a Role owned by its CSV is collected

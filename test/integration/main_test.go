@@ -204,10 +204,44 @@ func why(f sweeper.FindingResult) string {
 	return string(cmp.Or(f.SkipReason, f.FailReason)) + ": " + f.Error
 }
 
-// recorder records the requests a client sends, and the answers' status.
+// recorder records the requests a client sends, and the answers' status. It can also play a
+// controller that writes right before one of the client's requests (raceBefore).
 type recorder struct {
 	mu       sync.Mutex
 	requests []request
+	races    []race
+}
+
+// race is a change made on the server right before the first request of method to a path matching
+// path is sent, once.
+type race struct {
+	method string
+	path   *regexp.Regexp
+	change func()
+	done   bool
+}
+
+// raceBefore makes change, once, right before the next request of method whose path matches
+// pattern is sent: the window between the sweeper's last read of an object and its write, which
+// only the write's preconditions guard. Races registered for the same requests are run one per
+// request, in order.
+func (r *recorder) raceBefore(method, pattern string, change func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.races = append(r.races, race{method: method, path: regexp.MustCompile(pattern), change: change})
+}
+
+// raceFor returns the change to make before req, if any, and marks it done.
+func (r *recorder) raceFor(req *http.Request) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.races {
+		if rc := &r.races[i]; !rc.done && rc.method == req.Method && rc.path.MatchString(req.URL.Path) {
+			rc.done = true
+			return rc.change
+		}
+	}
+	return nil
 }
 
 type request struct {
@@ -221,6 +255,9 @@ type request struct {
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if change := r.raceFor(req); change != nil {
+			change()
+		}
 		resp, err := rt.RoundTrip(req)
 		recorded := request{Method: req.Method, Path: req.URL.Path, Query: req.URL.Query(), UserAgent: req.UserAgent()}
 		if err == nil {

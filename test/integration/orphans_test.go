@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -360,27 +361,10 @@ metadata: {name: c, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.ba
 	assert.Equal(t, 2, report.Summary.Skipped)
 }
 
-// raceBeforeApply is orphaned-finalizers with a concurrent actor: right after the first plan, before
-// anything is applied, race changes the cluster.
-type raceBeforeApply struct {
-	rules.OrphanedFinalizers
-	race  func()
-	raced bool
-}
-
-func (r *raceBeforeApply) Plan(ctx context.Context, view *rules.View) []rules.Finding {
-	findings := r.OrphanedFinalizers.Plan(ctx, view)
-	if !r.raced {
-		r.raced = true
-		r.race()
-	}
-	return findings
-}
-
-// TestFinalizersChangeBetweenPlanAndApply: another controller releases its own finalizer after
-// the sweeper observed the object. The patch's precondition fails, the object is re-read and
-// re-planned, and the result is right: the orphaned finalizer gone, the other controller's
-// choice kept, nothing re-added.
+// TestFinalizersChangeBetweenPlanAndApply: another controller releases its own finalizer right
+// before the sweeper's patch reaches the server. The patch's precondition fails, the object is
+// re-read and re-planned, and the result is right: the orphaned finalizer gone, the other
+// controller's choice kept, nothing re-added.
 func TestFinalizersChangeBetweenPlanAndApply(t *testing.T) {
 	ns := newNamespace(t)
 	obj := terminate(t, ns, `
@@ -393,18 +377,15 @@ metadata:
 `)[0]
 	opts := sweepOptions()
 	opts.Rules = []string{"orphaned-finalizers"}
-	rule := &raceBeforeApply{
-		OrphanedFinalizers: orphanedFinalizers(t),
-		race: func() {
-			client, _, err := testCluster.Resource(obj)
-			require.NoError(t, err)
-			_, err = client.Patch(context.Background(), "raced", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/1"}]`), metav1.PatchOptions{})
-			require.NoError(t, err)
-		},
-	}
 	rec := &recorder{}
+	rec.raceBefore("PATCH", "/syslogngconfigs/raced$", func() {
+		client, _, err := testCluster.Resource(obj)
+		require.NoError(t, err)
+		_, err = client.Patch(context.Background(), "raced", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/1"}]`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	})
 
-	report := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), rule).Run(context.Background())
+	report := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), orphanedFinalizers(t)).Run(context.Background())
 
 	findings := ruleFindings(report, "orphaned-finalizers", ns)
 	require.Len(t, findings, 1)
@@ -413,5 +394,7 @@ metadata:
 	assert.Equal(t, []string{syslogNGFinalizer}, f.Action.Finalizers)
 	assert.Contains(t, f.Evidence, "the object changed after it was observed; it was re-read and re-planned before acting")
 	assert.Equal(t, []string{"c.example.com/hold"}, testCluster.Current(t, obj).GetFinalizers())
-	assert.Len(t, rec.matching("PATCH", "/syslogngconfigs/raced$"), 2, "the first patch lost the race")
+	patches := rec.matching("PATCH", "/syslogngconfigs/raced$")
+	require.Len(t, patches, 2, "the first patch lost the race")
+	assert.Equal(t, http.StatusUnprocessableEntity, patches[0].Status)
 }
