@@ -22,7 +22,7 @@ const pushgatewayURLEnv = "SWEEPER_PUSHGATEWAY_URL"
 func parseOptions(args []string) (sweeper.Options, *pflag.FlagSet, error) {
 	opts, fs, err := parseWith(args, nil)
 	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, or explain TYPE/NAME", fs.Arg(0))
+		err = fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, explain TYPE/NAME, or restore --from REPORT|DIR", fs.Arg(0))
 	}
 	return opts, fs, err
 }
@@ -45,6 +45,28 @@ func parseExplain(args []string) (sweeper.Options, sweeper.Target, *pflag.FlagSe
 	}
 	target, err := sweeper.ParseTarget(fs.Arg(1), namespace)
 	return opts, target, fs, true, err
+}
+
+// parseRestore turns the command line of `restore --from REPORT|DIR [--only TYPE/NAME …]`, flags
+// anywhere, into Options and what to restore. It reports false if the command line is not
+// restore's.
+func parseRestore(args []string) (sweeper.Options, sweeper.RestoreSource, *pflag.FlagSet, bool, error) {
+	var src sweeper.RestoreSource
+	opts, fs, err := parseWith(args, func(fs *pflag.FlagSet) {
+		fs.StringVar(&src.From, "from", "", "A sweep's report (JSON or YAML, or its Job's logs), its --backup-dir (the newest run), or a run's directory in it.")
+		fs.StringSliceVar(&src.Only, "only", nil, "Undo only the actions on these objects, as TYPE/NAME (clusterrole/etcd-operator, crd/etcdclusters.etcd.database.coreos.com).")
+	})
+	switch {
+	case fs.Arg(0) != "restore":
+		return opts, src, fs, false, nil
+	case err != nil:
+		return opts, src, fs, true, err
+	case fs.NArg() > 1:
+		return opts, src, fs, true, fmt.Errorf("restore takes flags only; got argument %q", fs.Arg(1))
+	case src.From == "":
+		return opts, src, fs, true, errors.New("restore needs --from: a sweep's report or its --backup-dir")
+	}
+	return opts, src, fs, true, nil
 }
 
 // parseWith parses the flags, and those extra adds. Flags override the environment, which

@@ -38,19 +38,22 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
-// run is main without the process: flags → Options → sweeper.Run (or sweeper.Explain) → exit
-// code.
+// run is main without the process: flags → Options → sweeper.Run (or sweeper.Explain, or
+// sweeper.Restore) → exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := "Usage: operator-sweeper [flags]\n       operator-sweeper explain TYPE/NAME [-n NAMESPACE] [flags]"
+	usage := "Usage: operator-sweeper [flags]\n       operator-sweeper explain TYPE/NAME [-n NAMESPACE] [flags]\n       operator-sweeper restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]"
 	streams := sweeper.Streams{Out: stdout, Err: stderr}
 	var opts sweeper.Options
 	var fs *pflag.FlagSet
 	var err error
 	var sweep func(sweeper.Options) error
 	var target sweeper.Target
-	var explain bool
+	var src sweeper.RestoreSource
+	var explain, restore bool
 	if opts, target, fs, explain, err = parseExplain(args); explain {
 		sweep = func(opts sweeper.Options) error { return sweeper.Explain(ctx, opts, target, streams) }
+	} else if opts, src, fs, restore, err = parseRestore(args); restore {
+		sweep = func(opts sweeper.Options) error { return sweeper.Restore(ctx, opts, src, streams) }
 	} else {
 		opts, fs, err = parseOptions(args)
 		sweep = func(opts sweeper.Options) error { return sweeper.Run(ctx, opts, streams) }

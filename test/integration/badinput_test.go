@@ -106,6 +106,13 @@ func TestBadInput(t *testing.T) {
 			[]string{"--pushgateway-ca-file", "/nonexistent/ca.crt: no such file"}},
 		{"report-file", []string{"--report-file=/nonexistent-dir/r.json"}, nil, []string{"--report-file /nonexistent-dir/r.json: its directory does not exist"}},
 		{"unhealthy-zone-threshold", []string{"--unhealthy-zone-threshold=2"}, nil, []string{"--unhealthy-zone-threshold 2 is invalid"}},
+		{"backup-dir", []string{"--backup-dir=/nonexistent-dir"}, nil, []string{"--backup-dir /nonexistent-dir is not a directory"}},
+		{"backup-retention", []string{"--backup-retention=soon"}, nil, []string{`invalid argument "soon" for "--backup-retention" flag`, "use a duration such as 30d"}},
+		{"restore without --from", []string{"restore"}, nil, []string{"restore needs --from"}},
+		{"restore --from missing", []string{"restore", "--from", filepath.Join(dir, "no-report.json")}, nil, []string{"restore --from", "no-report.json: no such file"}},
+		{"restore --from not a report", []string{"restore", "--from", file("not-a-report.json", `{"kind": "ConfigMap"}`)}, nil, []string{"holds no SweepReport"}},
+		{"restore --only", []string{"restore", "--from", file("empty-report.json", `{"apiVersion": "sweeper.operator-sweeper.io/v1alpha1", "kind": "SweepReport"}`), "--only", "clusterrole"}, nil,
+			[]string{`restore --only "clusterrole": give an object as TYPE/NAME`}},
 		{"unknown flag", []string{"--dryrun=none"}, nil, []string{"unknown flag: --dryrun"}},
 		{"positional argument", []string{"sweep"}, nil, []string{`unexpected argument "sweep"`}},
 

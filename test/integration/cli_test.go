@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,10 +31,19 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // killed after two minutes: it fails its test, not the whole package.
 func runBinaryEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runBinaryAs(t, sweeperBinary, nil, env, args...)
+}
+
+// runBinaryAs runs binary as runBinaryEnv runs operator-sweeper, as user if not nil.
+func runBinaryAs(t *testing.T, binary string, user *syscall.Credential, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sweeperBinary, args...)
+	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = env
+	if user != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user}
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -42,7 +52,7 @@ func runBinaryEnv(t *testing.T, env []string, args ...string) (stdout, stderr st
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run %s: %v", sweeperBinary, err)
+		t.Fatalf("run %s: %v", binary, err)
 	}
 	return out.String(), errOut.String(), code
 }
