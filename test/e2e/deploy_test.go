@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,6 +241,29 @@ func TestOverlaysApplyServerSide(t *testing.T) {
 		"spec", "jobTemplate", "spec", "template", "spec", "containers")
 	assert.Equal(t, []any{map[string]any{"name": "SWEEPER_PUSHGATEWAY_URL", "value": "http://pushgateway.monitoring.svc:9091"}},
 		env[0].(map[string]any)["env"])
+}
+
+// TestBackupOverlay: the backup overlay mounts a PersistentVolumeClaim at /backup, where the
+// sweeper keeps its pre-images, writable by the non-root sweeper, and leaves the root filesystem
+// read-only; it applies server-side.
+func TestBackupOverlay(t *testing.T) {
+	apply(t, []*unstructured.Unstructured{find(t, render(t, "base"), "Namespace", "operator-sweeper")}, false)
+	objs := render(t, "overlays/backup")
+	require.Len(t, objs, 11, "the base, and the claim")
+	apply(t, objs, true)
+
+	var cronJob batchv1.CronJob
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "CronJob", "operator-sweeper").Object, &cronJob))
+	pod := cronJob.Spec.JobTemplate.Spec.Template.Spec
+	container := pod.Containers[0]
+	assert.Contains(t, container.Args, "--backup-dir=/backup")
+	assert.Contains(t, container.VolumeMounts, corev1.VolumeMount{Name: "backup", MountPath: "/backup"})
+	assert.True(t, *container.SecurityContext.ReadOnlyRootFilesystem)
+	assert.Equal(t, ptr.To[int64](65532), pod.SecurityContext.FSGroup, "the volume is writable by the sweeper's group")
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "backup" })
+	require.GreaterOrEqual(t, i, 0)
+	claim := find(t, objs, "PersistentVolumeClaim", pod.Volumes[i].PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, "operator-sweeper", claim.GetNamespace())
 }
 
 // TestJobFromCronJob: a Job made from the CronJob as `kubectl create job --from=cronjob/…` makes
