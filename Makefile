@@ -16,7 +16,7 @@ STATICCHECK_VERSION := v0.8.2
 # Unit tests need no cluster; integration tests start a real kube-apiserver and etcd and, in
 # test/controllers, kube-controller-manager, kube-scheduler, kwok and OLM v0: built once per machine
 # by hack/testbin.sh into ~/.cache/operator-sweeper/testbin.
-UNIT_PACKAGES        := ./cmd/... ./rules/... ./sweeper/... ./manifests/...
+UNIT_PACKAGES        := ./cmd/... ./rules/... ./sweeper/... ./manifests/... ./hack/krew/...
 INTEGRATION_PACKAGES := ./test/...
 
 .PHONY: help
@@ -24,8 +24,26 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build a static bin/operator-sweeper (CGO_ENABLED=0, -trimpath, version stamped).
+build: ## Build a static bin/operator-sweeper (CGO_ENABLED=0, -trimpath, version stamped) and the kubectl plugin bin/kubectl-sweeper.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/operator-sweeper
+	cp $(BIN) $(dir $(BIN))kubectl-sweeper
+
+# The platforms of the kubectl plugin's release archives, and the krew manifest that lists them.
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: dist
+dist: ## Build the kubectl plugin's release archives into bin/dist (reproducible tar.gz per platform).
+	@rm -rf bin/dist && mkdir -p bin/dist
+	@for platform in $(DIST_PLATFORMS); do \
+	  os="$${platform%/*}"; arch="$${platform#*/}"; dir="bin/dist/$${os}_$${arch}"; mkdir -p "$$dir"; \
+	  CGO_ENABLED=0 GOOS="$$os" GOARCH="$$arch" $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$dir/kubectl-sweeper" ./cmd/operator-sweeper; \
+	  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$$dir" -cf - kubectl-sweeper | gzip -n > "bin/dist/kubectl-sweeper_$(VERSION)_$${os}_$${arch}.tar.gz"; \
+	done
+	@ls bin/dist/*.tar.gz
+
+.PHONY: krew-manifest
+krew-manifest: dist ## Write plugins/sweeper.yaml, the krew manifest of the archives of $(VERSION).
+	$(GO) run ./hack/krew --version $(VERSION) --dist bin/dist > plugins/sweeper.yaml
 
 .PHONY: image
 image: ## Build the container image (needs a container engine; the Dockerfile runs make build).

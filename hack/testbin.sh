@@ -5,7 +5,7 @@
 #
 #   hack/testbin.sh        kube-apiserver and etcd
 #   hack/testbin.sh kubectl  and kubectl, for make bench (under a minute more once kube-apiserver is built)
-#   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kwok, OLM v0's olm and
+#   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's olm and
 #                          catalog operators, and opm (about 10 minutes in all on 2 cores, from
 #                          empty caches; seconds afterwards)
 #
@@ -56,9 +56,10 @@ module_dir() {
 all=false
 [[ "${1:-}" == all ]] && all=true
 kube_binaries=(kube-apiserver)
-$all && kube_binaries+=(kube-controller-manager kube-scheduler)
-# make bench times the kubectl loop admins run; kubectl is built like the control plane, from
-# k8s.io/kubernetes/cmd/kubectl (k8s.io/kubectl is a library without a main).
+# kubectl runs the kubectl plugin in the tests; make bench times the kubectl loop admins run. It is
+# built like the control plane, from k8s.io/kubernetes/cmd/kubectl (k8s.io/kubectl is a library
+# without a main).
+$all && kube_binaries+=(kube-controller-manager kube-scheduler kubectl)
 [[ "${1:-}" == kubectl ]] && kube_binaries+=(kubectl)
 missing() {
   for f in "$@"; do [[ -x "$f" || -f "$f" ]] || return 0; done

@@ -52,6 +52,8 @@ const (
 	OutputJSON     OutputFormat = "json"
 	OutputYAML     OutputFormat = "yaml"
 	OutputMarkdown OutputFormat = "markdown"
+	// OutputHTML is one self-contained page, with filters.
+	OutputHTML OutputFormat = "html"
 )
 
 // ConfigAPIVersion and ConfigKind identify a --config file; both are optional in the file.
@@ -215,7 +217,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, FlagConfig, o.ConfigFile, "YAML config file; its keys are these flag names, plus \"rules\". Flags override it.")
 	fs.StringVar(&o.Cluster, FlagCluster, o.Cluster, "Cluster name in the report (default: the kubeconfig context, or \"in-cluster\").")
 	fs.StringVar((*string)(&o.DryRun), FlagDryRun, string(o.DryRun), "client: plan and report, write nothing; server: send writes with dryRun=All; none: apply.")
-	fs.StringVarP((*string)(&o.Output), FlagOutput, "o", string(o.Output), "Report format: table, json, yaml or markdown.")
+	fs.StringVarP((*string)(&o.Output), FlagOutput, "o", string(o.Output), "Report format: table, json, yaml, markdown or html.")
 	fs.StringVar(&o.ReportFile, FlagReportFile, o.ReportFile, "Also write the report as JSON to this file.")
 	fs.StringSliceVar(&o.Rules, FlagRules, o.Rules, "Rules to run: \"*\" is every enabled rule, \"foo\" enables foo, \"-foo\" disables foo.")
 	fs.IntVar(&o.MaxActions, FlagMaxActions, o.MaxActions, "At most this many actions per run; the rest are skipped (reason limit). 0: no cap.")
@@ -532,8 +534,8 @@ func (o Options) validateValues() []error {
 	if !slices.Contains([]DryRunMode{DryRunClient, DryRunServer, DryRunNone}, o.DryRun) {
 		invalid(FlagDryRun, fmt.Sprintf("%q", o.DryRun), "use client, server or none")
 	}
-	if !slices.Contains([]OutputFormat{OutputTable, OutputJSON, OutputYAML, OutputMarkdown}, o.Output) {
-		invalid(FlagOutput, fmt.Sprintf("%q", o.Output), "use table, json, yaml or markdown")
+	if !slices.Contains([]OutputFormat{OutputTable, OutputJSON, OutputYAML, OutputMarkdown, OutputHTML}, o.Output) {
+		invalid(FlagOutput, fmt.Sprintf("%q", o.Output), "use table, json, yaml, markdown or html")
 	}
 	if !slices.Contains([]string{"text", "json"}, o.LogFormat) {
 		invalid(FlagLogFormat, fmt.Sprintf("%q", o.LogFormat), "use text or json")

@@ -33,6 +33,7 @@ const (
 	StagePlan      = "plan"
 	StageApply     = "apply"
 	StagePush      = "push"
+	StageNotify    = "notify"
 )
 
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
@@ -269,6 +270,8 @@ func (r *Report) Print(w io.Writer, format OutputFormat) error {
 		return err
 	case OutputMarkdown:
 		return r.printMarkdown(w)
+	case OutputHTML:
+		return r.printHTML(w)
 	default:
 		return r.printTable(w)
 	}

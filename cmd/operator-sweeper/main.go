@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -25,7 +26,7 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, commandName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -38,10 +39,21 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
+// commandName is how the user called the binary, for its usage: "operator-sweeper", or, run by
+// kubectl as the plugin kubectl-sweeper, "kubectl sweeper" (kubectl maps "_" in a plugin's file
+// name to "-").
+func commandName(argv0 string) string {
+	base := filepath.Base(argv0)
+	if plugin, ok := strings.CutPrefix(base, "kubectl-"); ok {
+		return "kubectl " + strings.ReplaceAll(plugin, "_", "-")
+	}
+	return "operator-sweeper"
+}
+
 // run is main without the process: flags → Options → sweeper.Run (or sweeper.Explain, or
-// sweeper.Restore) → exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := "Usage: operator-sweeper [flags]\n       operator-sweeper explain TYPE/NAME [-n NAMESPACE] [flags]\n       operator-sweeper restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]"
+// sweeper.Restore) → exit code. command is how the user called it, for the usage.
+func run(ctx context.Context, command string, args []string, stdout, stderr io.Writer) int {
+	usage := fmt.Sprintf("Usage: %[1]s [flags]\n       %[1]s explain TYPE/NAME [-n NAMESPACE] [flags]\n       %[1]s restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]", command)
 	streams := sweeper.Streams{Out: stdout, Err: stderr}
 	var opts sweeper.Options
 	var fs *pflag.FlagSet

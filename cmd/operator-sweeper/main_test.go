@@ -50,7 +50,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	}{
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent"}, "/nonexistent"},
 		{"missing context", []string{"--kubeconfig", kubeconfig, "--context", "prod"}, `context "prod" does not exist`},
-		{"output", []string{"--output=xml"}, `--output "xml" is invalid: use table, json, yaml or markdown`},
+		{"output", []string{"--output=xml"}, `--output "xml" is invalid: use table, json, yaml, markdown or html`},
 		{"dry-run", []string{"--dry-run=maybe"}, `--dry-run "maybe" is invalid: use client, server or none`},
 		{"max-actions", []string{"--max-actions=-1"}, "--max-actions -1 is invalid"},
 		{"not a number", []string{"--max-actions=many"}, `invalid argument "many" for "--max-actions"`},
@@ -74,7 +74,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tt.args, &stdout, &stderr)
+			code := run(context.Background(), "operator-sweeper", tt.args, &stdout, &stderr)
 			assert.Equal(t, exitInput, code)
 			assert.Empty(t, stdout.String())
 			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
@@ -91,17 +91,17 @@ func TestEveryProblemIsReported(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	config := writeFile(t, "c.yaml", "rules:\n  catalog-pods: {selector: 'a b'}\n  operator-leftovers: {delete: [Pod]}\n")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--config", config, "--output=xml", "--qps=0", "--rules=*,-nope"}, &stdout, &stderr)
+	code := run(context.Background(), "operator-sweeper", []string{"--config", config, "--output=xml", "--qps=0", "--rules=*,-nope"}, &stdout, &stderr)
 	assert.Equal(t, exitInput, code)
 	assert.Empty(t, stdout.String())
 	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
 	require.Len(t, lines, 3, "stderr: %q", stderr.String())
-	assert.Equal(t, `error: --output "xml" is invalid: use table, json, yaml or markdown`, lines[0])
+	assert.Equal(t, `error: --output "xml" is invalid: use table, json, yaml, markdown or html`, lines[0])
 	assert.Equal(t, "error: --qps 0 is invalid: it must be positive", lines[1])
 	assert.True(t, strings.HasPrefix(lines[2], `error: --rules: unknown rule "nope"`), lines[2])
 
 	stderr.Reset()
-	code = run(context.Background(), []string{"--config", config}, &stdout, &stderr)
+	code = run(context.Background(), "operator-sweeper", []string{"--config", config}, &stdout, &stderr)
 	assert.Equal(t, exitInput, code)
 	lines = strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
 	require.Len(t, lines, 2, "stderr: %q", stderr.String())
@@ -111,11 +111,11 @@ func TestEveryProblemIsReported(t *testing.T) {
 
 func TestVersionAndHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, exitOK, run(context.Background(), []string{"--version"}, &stdout, &stderr))
+	assert.Equal(t, exitOK, run(context.Background(), "operator-sweeper", []string{"--version"}, &stdout, &stderr))
 	assert.Equal(t, "operator-sweeper dev (commit unknown)\n", stdout.String())
 
 	stdout.Reset()
-	assert.Equal(t, exitOK, run(context.Background(), []string{"--help"}, &stdout, &stderr))
+	assert.Equal(t, exitOK, run(context.Background(), "operator-sweeper", []string{"--help"}, &stdout, &stderr))
 	for _, flag := range []string{"--kubeconfig", "--context", "--dry-run", "-o, --output", "--report-file", "--rules", "--max-actions",
 		"--qps", "--burst", "--concurrency", "--page-size", "--timeout", "--include-resources", "--exclude-resources",
 		"--include-namespaces", "--exclude-namespaces", "--min-terminating-age", "--min-age", "--catalog-pod-slack", "--node-not-ready-for",
@@ -147,9 +147,24 @@ func TestAFailedStartKeepsTheLastReport(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	report := writeFile(t, "report.json", `{"kind":"SweepReport"}`)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"--kubeconfig", writeFile(t, "kubeconfig", unreachableKubeconfig), "--report-file", report}, &stdout, &stderr)
+	code := run(context.Background(), "operator-sweeper", []string{"--kubeconfig", writeFile(t, "kubeconfig", unreachableKubeconfig), "--report-file", report}, &stdout, &stderr)
 	assert.Equal(t, exitInput, code)
 	data, err := os.ReadFile(report)
 	require.NoError(t, err)
 	assert.Equal(t, `{"kind":"SweepReport"}`, string(data))
+}
+
+func TestCommandName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"operator-sweeper":                   "operator-sweeper",
+		"/usr/local/bin/operator-sweeper":    "operator-sweeper",
+		"bin/kubectl-sweeper":                "kubectl sweeper",
+		"/home/me/.krew/bin/kubectl-sweeper": "kubectl sweeper",
+		"kubectl-operator_sweeper":           "kubectl operator-sweeper",
+	} {
+		assert.Equal(t, want, commandName(argv0), argv0)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, run(context.Background(), "kubectl sweeper", []string{"--help"}, &stdout, &stderr))
+	assert.Contains(t, stdout.String(), "Usage: kubectl sweeper [flags]\n       kubectl sweeper explain TYPE/NAME")
 }

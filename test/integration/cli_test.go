@@ -132,7 +132,7 @@ func TestBinaryExitCodes(t *testing.T) {
 
 	_, stderr, code = runBinary(t, "--output=xml")
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "error: --output \"xml\" is invalid: use table, json, yaml or markdown\n", stderr)
+	assert.Equal(t, "error: --output \"xml\" is invalid: use table, json, yaml, markdown or html\n", stderr)
 }
 
 func TestBinaryFlagsOverrideTheConfigFile(t *testing.T) {
