@@ -41,6 +41,7 @@ func (t Target) String() string { return t.Type + "/" + t.Name }
 // tried: explain does not show it.
 func Explain(ctx context.Context, opts Options, target Target, streams Streams) error {
 	opts.DryRun, opts.PushgatewayURL, opts.ReportFile = DryRunClient, "", ""
+	opts.NotifyOptions = DefaultOptions().NotifyOptions // nor does it notify (nor read the URL's file)
 	engine, runCtx, cancel, err := connect(ctx, &opts, streams)
 	if err != nil {
 		return err

@@ -16,6 +16,10 @@ type ruleMetrics struct {
 	actions []string
 }
 
+// engineStages are the stages every sweep goes through; finish adds those the options ask for
+// (notify), so that their errors are counted from 0 too.
+func engineStages() []string { return []string{StageInventory, StageObserve, StagePlan, StageApply} }
+
 func enabledRules(ruleSet []rules.Rule) []ruleMetrics {
 	out := make([]ruleMetrics, 0, len(ruleSet))
 	for _, r := range ruleSet {
@@ -36,7 +40,7 @@ func enabledRules(ruleSet []rules.Rule) []ruleMetrics {
 // families (a failed run is pushed with POST, which replaces only the families it pushes); of a
 // rule that failed, no series (its earlier ones go with the rest of its family). The last success
 // timestamp is set only when the run succeeded.
-func registry(report *Report, enabled []ruleMetrics, succeeded bool) *prometheus.Registry {
+func registry(report *Report, enabled []ruleMetrics, stages []string, succeeded bool) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "operator_sweeper", Name: name, Help: help}, labels)
@@ -67,7 +71,7 @@ func registry(report *Report, enabled []ruleMetrics, succeeded bool) *prometheus
 	gauge("incomplete", "1 when the last run could not observe everything (a list or an API group's discovery failed after retries; see the report's errors), else 0.").
 		WithLabelValues().Set(incomplete)
 	errs := gauge("errors", "Problems of the last run, by stage; a resource that could not be listed counts under observe.", "stage")
-	for _, stage := range []string{StageInventory, StageObserve, StagePlan, StageApply} {
+	for _, stage := range stages {
 		errs.WithLabelValues(stage)
 	}
 	for _, e := range report.Errors {

@@ -27,7 +27,7 @@ func TestRegistry(t *testing.T) {
 		{name: "quiet", actions: []string{"Delete"}},
 		{name: "broken", actions: []string{"Delete"}}, // failed in plan: nothing of it is pushed
 	}
-	reg := registry(report, enabled, true)
+	reg := registry(report, enabled, engineStages(), true)
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP operator_sweeper_actions Actions of the last run, by rule, action type, outcome (planned, dry-run, applied, failed, skipped) and, for skipped and failed ones, reason.
@@ -80,7 +80,7 @@ operator_sweeper_run_duration_seconds 1.5
 `))
 	require.NoError(t, err)
 
-	failed := registry(report, nil, false)
+	failed := registry(report, nil, engineStages(), false)
 	assert.NotContains(t, familyNames(t, failed), "operator_sweeper_last_success_timestamp_seconds", "a failed run leaves the last success out")
 }
 
@@ -100,9 +100,56 @@ func TestRegistryLeavesOutWhatAFailedStageDidNotMeasure(t *testing.T) {
 		t.Run(tt.stage, func(t *testing.T) {
 			report := newReport(time.Now(), DefaultOptions())
 			report.Errors = append(report.Errors, ReportError{Stage: tt.stage, Message: "unreachable", Fatal: true})
-			reg := registry(report, []ruleMetrics{{name: "orphans", actions: []string{"RemoveFinalizers"}}}, false)
+			reg := registry(report, []ruleMetrics{{name: "orphans", actions: []string{"RemoveFinalizers"}}}, engineStages(), false)
 			assert.ElementsMatch(t, tt.want, familyNames(t, reg))
 		})
+	}
+}
+
+// TestRegistryCountsNotifyErrorsWhenNotifying: a run that notifies counts the notification's
+// errors from 0; one that does not has no such series.
+func TestRegistryCountsNotifyErrorsWhenNotifying(t *testing.T) {
+	errorSeries := func(reg *prometheus.Registry) map[string]float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		series := map[string]float64{}
+		for _, mf := range families {
+			if mf.GetName() != "operator_sweeper_errors" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				series[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+		return series
+	}
+	rule := ruleMetrics{name: "orphans", actions: []string{"RemoveFinalizers"}}
+	report := newReport(time.Now(), DefaultOptions())
+
+	enabled := []ruleMetrics{rule}
+	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0}, errorSeries(registry(report, enabled, engineStages(), true)))
+	notifying := append(engineStages(), StageNotify)
+	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0, "notify": 0}, errorSeries(registry(report, enabled, notifying, true)))
+	report.Errors = append(report.Errors, ReportError{Stage: StageNotify, Message: "refused"})
+	reg := registry(report, enabled, notifying, true)
+	assert.Equal(t, 1.0, errorSeries(reg)["notify"])
+	assert.Equal(t, 1, testutil.CollectAndCount(reg, "operator_sweeper_info"))
+	for _, name := range []string{"operator_sweeper_findings", "operator_sweeper_actions"} {
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range families {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "rule" {
+						assert.Equal(t, "orphans", l.GetValue(), "%s: a stage is no rule", name)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -139,18 +186,18 @@ func TestPushOverTLSWithBearerToken(t *testing.T) {
 	require.NoError(t, opts.Validate())
 	succeeded := newReport(time.Now(), opts)
 	require.False(t, succeeded.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil, engineStages()))
 	assert.Equal(t, http.MethodPut, method, "a run without failures replaces its group")
 	assert.Equal(t, "Bearer t0ken", auth)
 
 	opts.PushgatewayCAFile = ""
-	err := opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil)
+	err := opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil, engineStages())
 	require.Error(t, err, "without the CA, the certificate is not trusted")
 	assert.Contains(t, err.Error(), "certificate")
 
 	opts.PushgatewayInsecureSkipVerify = true
 	failed := testReport()
 	require.True(t, failed.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, failed, nil))
+	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, failed, nil, engineStages()))
 	assert.Equal(t, http.MethodPost, method, "a failed run replaces only what it pushes")
 }

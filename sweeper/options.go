@@ -179,6 +179,8 @@ type Options struct {
 
 	// PushOptions say where and how the run's metrics are pushed.
 	PushOptions `json:",inline"`
+	// NotifyOptions say whether, where and how the run is notified to a webhook.
+	NotifyOptions `json:",inline"`
 }
 
 // DefaultOptions returns the options of a run without flags or config file.
@@ -207,6 +209,7 @@ func DefaultOptions() Options {
 		LogFormat:              "text",
 		LogLevel:               "info",
 		PushOptions:            PushOptions{PushgatewayTimeout: metav1.Duration{Duration: 10 * time.Second}},
+		NotifyOptions:          defaultNotifyOptions(),
 	}
 }
 
@@ -244,6 +247,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BackupDir, FlagBackupDir, o.BackupDir, "Keep the pre-image of each object written in this directory, synced before the write; a write whose pre-image cannot be kept is not sent.")
 	fs.Var((*retention)(&o.BackupRetention), FlagBackupRetention, "Remove files in --backup-dir older than this at the start of a run (30d, 12h).")
 	o.PushOptions.AddFlags(fs)
+	o.NotifyOptions.AddFlags(fs)
 }
 
 // InputError is bad input from the user: a flag, the config file or the kubeconfig. Its message
@@ -516,6 +520,7 @@ func (o Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.PushOptions.Validate()...)
+	errs = append(errs, o.NotifyOptions.Validate()...)
 	if _, err := o.RuleSet(); err != nil {
 		errs = append(errs, err)
 	}

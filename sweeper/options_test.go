@@ -75,6 +75,21 @@ func TestValidate(t *testing.T) {
 		{"grouping without value", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"region"} }, `--push-grouping "region" is invalid: use label=value`},
 		{"grouping bad label", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"my-region=eu"} }, `--push-grouping "my-region=eu" is invalid`},
 		{"grouping job", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushGrouping = []string{"job=x"} }, `--push-grouping "job=x": job is set already`},
+		{"notify-url scheme", func(o *Options) { o.NotifyURL = "ftp://files.example.com/services/T0/B0/XXXX" },
+			"--notify-url is invalid: ftp://files.example.com/…: use an http:// or https:// URL"},
+		{"notify-url without host", func(o *Options) { o.NotifyURL = "https:///services/XXXX" }, "--notify-url is invalid: https:///… names no host"},
+		{"notify-url not a URL", func(o *Options) { o.NotifyURL = "http://[::1/XXXX" }, "--notify-url is invalid: it is not a URL (it is not shown"},
+		{"notify-url and notify-url-file", func(o *Options) { o.NotifyURL, o.NotifyURLFile = "https://hooks.slack.com/x", "/etc/hostname" },
+			"use either --notify-url or --notify-url-file, not both"},
+		{"notify-url-file missing", func(o *Options) { o.NotifyURLFile = "/nonexistent/url" }, "--notify-url-file: open /nonexistent/url: no such file or directory"},
+		{"notify-url-file not a URL", func(o *Options) { o.NotifyURLFile = "/etc/hostname" }, "--notify-url-file /etc/hostname holds an invalid URL: it is not an absolute URL"},
+		{"notify-format", func(o *Options) { o.NotifyURL = "https://hooks.slack.com/x"; o.NotifyFormat = "xml" }, `--notify-format "xml" is invalid: use json or slack`},
+		{"notify-on", func(o *Options) { o.NotifyURL = "https://hooks.slack.com/x"; o.NotifyOn = "sometimes" },
+			`--notify-on "sometimes" is invalid: use actions, findings, failure or always`},
+		{"notify-timeout", func(o *Options) { o.NotifyURL = "https://hooks.slack.com/x"; o.NotifyTimeout.Duration = 0 }, "--notify-timeout 0s is invalid: it must be positive"},
+		{"require-notify without url", func(o *Options) { o.RequireNotify = true }, "--require-notify needs --notify-url or --notify-url-file"},
+		{"notify-format without url", func(o *Options) { o.NotifyFormat = NotifySlack }, "--notify-format needs --notify-url or --notify-url-file"},
+		{"notify-on without url", func(o *Options) { o.NotifyOn = NotifyOnAlways }, "--notify-on needs --notify-url or --notify-url-file"},
 		{"backup-dir missing", func(o *Options) { o.BackupDir = "/nonexistent/backup" }, "--backup-dir /nonexistent/backup is not a directory"},
 		{"backup-dir a file", func(o *Options) { o.BackupDir = "/etc/hostname" }, "--backup-dir /etc/hostname is not a directory"},
 		{"backup-retention", func(o *Options) { o.BackupRetention = 0 }, "--backup-retention 0s is invalid: it must be positive, such as 30d"},
@@ -89,6 +104,7 @@ func TestValidate(t *testing.T) {
 			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), "\n")
+			assert.NotContains(t, err.Error(), "XXXX", "a notification URL is not shown")
 		})
 	}
 }

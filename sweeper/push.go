@@ -131,13 +131,13 @@ func (o PushOptions) Validate() []error {
 // pushMetrics pushes the run's metrics to the Pushgateway. A successful run replaces the whole
 // group (PUT), so that no series of an earlier run lingers. A failed run replaces only the
 // families it pushes (POST) and leaves out the last success timestamp, which so survives.
-func (o PushOptions) pushMetrics(ctx context.Context, cluster string, shard Shard, report *Report, enabled []ruleMetrics) error {
+func (o PushOptions) pushMetrics(ctx context.Context, cluster string, shard Shard, report *Report, enabled []ruleMetrics, stages []string) error {
 	succeeded := !report.Failed()
 	pusher, err := o.newPusher(cluster, shard)
 	if err != nil {
 		return err
 	}
-	pusher = pusher.Gatherer(registry(report, enabled, succeeded))
+	pusher = pusher.Gatherer(registry(report, enabled, stages, succeeded))
 	// A deadline of its own: a run that was interrupted or ran out of time still says so.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.PushgatewayTimeout.Duration)
 	defer cancel()

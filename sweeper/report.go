@@ -1,6 +1,7 @@
 package sweeper
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -246,6 +247,8 @@ func (r *Report) failure() string {
 		switch {
 		case e.Fatal && e.Stage == StagePush:
 			parts = append(parts, fmt.Sprintf("%s (--%s)", e.Message, FlagRequirePush))
+		case e.Fatal && e.Stage == StageNotify:
+			parts = append(parts, fmt.Sprintf("%s: %s (--%s)", e.Stage, e.Message, FlagRequireNotify))
 		case e.Fatal:
 			parts = append(parts, e.Stage+": "+e.Message)
 		}
@@ -399,8 +402,8 @@ func (f FindingResult) outcome() string {
 	switch {
 	case f.Outcome == "":
 		return "-"
-	case f.SkipReason != "":
-		return string(f.Outcome) + " (" + string(f.SkipReason) + ")"
+	case f.SkipReason != "" || f.FailReason != "":
+		return string(f.Outcome) + " (" + string(cmp.Or(f.SkipReason, f.FailReason)) + ")"
 	default:
 		return string(f.Outcome)
 	}

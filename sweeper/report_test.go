@@ -127,12 +127,12 @@ func TestReportYAMLIsTheSameData(t *testing.T) {
 func TestReportTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, testReport().Print(&out, OutputTable))
-	assert.Equal(t, `RULE                KIND        NAMESPACE/NAME   ACTION               OUTCOME           REASON
-stuck-terminating   ConfigMap   shop/a|b         -                    -                 terminating for 1h
-orphans             Logging     all              RemoveFinalizers     applied           operator gone
-orphans             ConfigMap   shop/a|b         Delete               skipped (limit)   pod lost
-orphans             ConfigMap   shop/a|b         SetOwnerReferences   failed            owner
-orphans             ConfigMap   shop/a|b         RemoveFinalizers     dry-run           dry
+	assert.Equal(t, `RULE                KIND        NAMESPACE/NAME   ACTION               OUTCOME              REASON
+stuck-terminating   ConfigMap   shop/a|b         -                    -                    terminating for 1h
+orphans             Logging     all              RemoveFinalizers     applied              operator gone
+orphans             ConfigMap   shop/a|b         Delete               skipped (limit)      pod lost
+orphans             ConfigMap   shop/a|b         SetOwnerReferences   failed (api-error)   owner
+orphans             ConfigMap   shop/a|b         RemoveFinalizers     dry-run              dry
 
 STAGE          RULE     RESOURCE   ERROR
 observe        -        pods       forbidden

@@ -52,6 +52,7 @@ type RestoreSource struct {
 // rule "restore", and returns the errors Run does.
 func Restore(ctx context.Context, opts Options, src RestoreSource, streams Streams) error {
 	opts.PushgatewayURL, opts.BackupDir, opts.FailOnFindings = "", "", false
+	opts.NotifyOptions = DefaultOptions().NotifyOptions // a restore is no sweep: it notifies nothing
 	records, err := loadRestoreRecords(src.From)
 	if err != nil {
 		return err

@@ -29,10 +29,11 @@ type Streams struct {
 	Err io.Writer
 }
 
-// Run is one run of the command: it validates opts, connects to the cluster, sweeps, prints the
-// report and writes the report file. It returns an *InputError for bad input (nothing was done),
-// an error wrapping ErrIncomplete when a stage or an action failed, and ErrFindings when findings
-// are present and --fail-on-findings is set; the report is printed in both latter cases.
+// Run is one run of the command: it validates opts, connects to the cluster, sweeps, notifies,
+// prints the report and writes the report file. It returns an *InputError for bad input (nothing
+// was done), an error wrapping ErrIncomplete when a stage or an action failed, and ErrFindings
+// when findings are present and --fail-on-findings is set; the report is printed in both latter
+// cases.
 func Run(ctx context.Context, opts Options, streams Streams) error {
 	engine, runCtx, cancel, err := connect(ctx, &opts, streams)
 	if err != nil {
@@ -40,7 +41,8 @@ func Run(ctx context.Context, opts Options, streams Streams) error {
 	}
 	defer cancel()
 	report := engine.Run(runCtx)
-	// The push has a deadline of its own: a run that ran out of time still pushes that it failed.
+	// The notification and the push have deadlines of their own: a run that ran out of time still
+	// says that it failed.
 	return opts.finish(ctx, report, enabledRules(engine.Rules), streams.Out, engine.Logger)
 }
 
@@ -84,11 +86,16 @@ func connect(ctx context.Context, opts *Options, streams Streams) (*Engine, cont
 	return engine, runCtx, cancel, nil
 }
 
-// finish pushes the metrics, prints the report and writes the report file, and says how the run
-// ended.
+// finish notifies, pushes the metrics, prints the report and writes the report file, and says how
+// the run ended. The notification goes first, so that its failure is in the metrics and the report.
 func (o Options) finish(ctx context.Context, report *Report, enabled []ruleMetrics, out io.Writer, logger *slog.Logger) error {
+	stages := engineStages()
+	if o.notifies() {
+		o.sendNotification(ctx, report, logger)
+		stages = append(stages, StageNotify)
+	}
 	if o.PushgatewayURL != "" {
-		if err := o.pushMetrics(ctx, o.Cluster, o.shard(), report, enabled); err != nil {
+		if err := o.pushMetrics(ctx, o.Cluster, o.shard(), report, enabled, stages); err != nil {
 			logger.ErrorContext(ctx, "metrics not pushed", "error", err)
 			report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: err.Error(), Fatal: o.RequirePush})
 		} else {
@@ -392,7 +399,8 @@ func (e *Engine) pruneBackups(ctx context.Context, report *Report) {
 
 // inFlightGrace is how long an action under way when the run is interrupted (SIGTERM, --timeout)
 // may take to finish: a write is never cut off between sending and reading its answer if that
-// can be helped. With the push's own deadline, it fits Kubernetes' default 30 s grace period.
+// can be helped. With the notification's and the push's own deadlines (10 s each by default), it
+// fits the CronJob's 45 s termination grace period, and the report is still printed.
 const inFlightGrace = 10 * time.Second
 
 // act confirms the facts of an action, live, and carries it out if they hold (attempted). It runs
