@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages the tests need are installed: prometheus-pushgateway (a real
-# Pushgateway for the metrics tests) and prometheus (for promtool, which tests the alerting
-# rules). Installs what is missing when the machine can (root, or password-less sudo); otherwise
-# says how.
+# Pushgateway for the metrics tests), prometheus (for promtool, which tests the alerting rules)
+# and chromium (a headless browser that opens the -o html report). Installs what is missing when
+# the machine can (root, or password-less sudo); otherwise says how.
 set -euo pipefail
 
-declare -A packages=([prometheus-pushgateway]=prometheus-pushgateway [promtool]=prometheus)
+declare -A packages=([prometheus-pushgateway]=prometheus-pushgateway [promtool]=prometheus [chromium]=chromium)
 missing=()
 for cmd in "${!packages[@]}"; do
   command -v "$cmd" >/dev/null || missing+=("${packages[$cmd]}")
