@@ -64,6 +64,21 @@ func Render(t *testing.T, dir string) []*unstructured.Unstructured {
 	return objs
 }
 
+// RenderAt renders the kustomization in dir, anywhere (a test's own, on top of manifests/), as
+// Render does.
+func RenderAt(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err)
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		m, err := r.Map()
+		require.NoError(t, err)
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
 // Find returns the rendered object of a kind and name; a generated ConfigMap's name has a hash
 // suffix.
 func Find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
