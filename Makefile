@@ -45,8 +45,14 @@ dist: ## Build the kubectl plugin's release archives into bin/dist (reproducible
 krew-manifest: dist ## Write plugins/sweeper.yaml, the krew manifest of the archives of $(VERSION).
 	$(GO) run ./hack/krew --version $(VERSION) --dist bin/dist > plugins/sweeper.yaml
 
+IMAGE_DIR ?= bin/image
+
 .PHONY: image
-image: ## Build the container image (needs a container engine; the Dockerfile runs make build).
+image: build ## Build the container image without a container engine: OCI layout bin/image, and bin/image.tar for docker load (hack/image).
+	$(GO) run ./hack/image --binary $(BIN) --out $(IMAGE_DIR) --version $(VERSION) --revision $(COMMIT) --arch $(shell $(GO) env GOARCH)
+
+.PHONY: image-docker
+image-docker: ## Build the container image with a container engine, from the Dockerfile (same paths, user, entrypoint and labels as make image).
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 .PHONY: manifests
@@ -57,8 +63,18 @@ manifests: ## Render the kustomize base and overlays into bin/manifests/.
 	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
 .PHONY: tools
-tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool).
+tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool, chromium).
 	@hack/debian-tools.sh
+
+.PHONY: chart-lint
+chart-lint: ## Lint the Helm chart, with every values file under ci/ (helm built once by hack/helm.sh).
+	@helm="$$(hack/helm.sh)"; for values in "" charts/operator-sweeper/ci/*-values.yaml; do \
+	  "$$helm" lint --strict charts/operator-sweeper $${values:+--values "$$values"}; done
+
+.PHONY: chart
+chart: ## Render the Helm chart with its default values into bin/manifests/chart.yaml.
+	@mkdir -p bin/manifests
+	"$$(hack/helm.sh)" template operator-sweeper charts/operator-sweeper --namespace operator-sweeper > bin/manifests/chart.yaml
 
 .PHONY: testbin
 testbin: ## Build (once) kube-apiserver and etcd, for the demo.
