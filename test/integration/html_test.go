@@ -134,17 +134,27 @@ type chromiumPage struct {
 // openInChromium opens file in a new headless Chromium, which is stopped when the test ends.
 func openInChromium(t *testing.T, file string) *chromiumPage {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
-
-	b := &chromiumPage{ctx: ctx}
-	b.run(t) // starts the browser and its tab, with the runtime, log and network domains on
-	chromedp.ListenTarget(ctx, func(ev any) {
+	// A browser that exits before it listens ("chrome failed to start", seen once on a loaded
+	// machine, with nothing but the usual D-Bus noise on its stderr) is started again, twice at most.
+	var b *chromiumPage
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+		ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+		t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
+		b = &chromiumPage{ctx: ctx}
+		// Starts the browser and its tab, with the runtime, log and network domains on.
+		if err = chromedp.Run(ctx); err == nil || !strings.Contains(err.Error(), "chrome failed to start") {
+			break
+		}
+		t.Logf("attempt %d: %v", attempt+1, err)
+	}
+	require.NoError(t, err)
+	chromedp.ListenTarget(b.ctx, func(ev any) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		switch ev := ev.(type) {
