@@ -139,13 +139,22 @@ func openInChromium(t *testing.T, file string) *chromiumPage {
 	var b *chromiumPage
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
+		// Not t.TempDir(): the browser's helper processes may still write to the profile for a
+		// moment after it is closed, which would fail the test's own cleanup.
+		profile, mkErr := os.MkdirTemp("", "operator-sweeper-chromium-*")
+		require.NoError(t, mkErr)
 		opts := append(chromedp.DefaultExecAllocatorOptions[:],
 			chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-			chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(profile))
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-		ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-		t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
+		tab, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+		ctx, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
+		t.Cleanup(func() {
+			cancelTimeout()
+			cancelTab()
+			cancelAlloc() // kills the browser and waits for it
+			removeEventually(t, profile)
+		})
 		b = &chromiumPage{ctx: ctx}
 		// Starts the browser and its tab, with the runtime, log and network domains on.
 		if err = chromedp.Run(ctx); err == nil || !strings.Contains(err.Error(), "chrome failed to start") {
@@ -179,6 +188,17 @@ func openInChromium(t *testing.T, file string) *chromiumPage {
 	pageURL := (&url.URL{Scheme: "file", Path: file}).String()
 	b.run(t, chromedp.Navigate(pageURL), chromedp.WaitReady("#findings", chromedp.ByQuery))
 	return b
+}
+
+// removeEventually removes dir, trying again for a few seconds while something still writes to it.
+func removeEventually(t *testing.T, dir string) {
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+	}
+	t.Logf("%s left behind: %v", dir, err)
 }
 
 func (b *chromiumPage) run(t *testing.T, actions ...chromedp.Action) {
