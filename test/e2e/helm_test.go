@@ -210,6 +210,13 @@ func TestChartRendersTheKustomizeManifests(t *testing.T) {
 			return renderOnTop(t, []string{"overlays/pushgateway"}, []string{"components/sharded"}, "")
 		},
 	}, {
+		// The notification URL's Secret, mounted as manifests/components/notify mounts it.
+		name:     "notifying",
+		helmArgs: []string{"-f", "ci/notify-values.yaml"},
+		kustomized: func(t *testing.T) []*unstructured.Unstructured {
+			return renderOnTop(t, []string{"base"}, []string{"components/notify"}, "")
+		},
+	}, {
 		// The README's way to walk less with kustomize deletes the walk's binding; the chart drops
 		// the role it binds too.
 		name:     "no walk RBAC",
