@@ -278,7 +278,7 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 		return apierrors.NewConflict(obj.Resource.GroupResource(), obj.Name, errors.New("the object changed after it was observed"))
 	}
 	pre := &PreImage{Resource: obj.Resource.Resource, Object: preImage(u)}
-	if _, deletes := action.(rules.Delete); deletes && obj.Resource.GroupResource() == rules.CustomResourceDefinitions.GroupResource() {
+	if _, deletes := action.(rules.Delete); deletes && isCRD(obj.Resource.GroupVersionResource) {
 		if pre.Instances, err = customResources(ctx, a.Dynamic, u); err != nil {
 			return &backupError{err}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,39 +98,18 @@ func (b *backupDir) keep(rec FindingResult, file string) (string, error) {
 	return file, b.write(file, rec)
 }
 
-// write replaces file with rec atomically: a new file, synced, renamed over it, and the directory
-// synced.
+// write replaces file with rec, durably (writeAtomically).
 func (b *backupDir) write(file string, rec FindingResult) error {
-	data, err := json.MarshalIndent(BackupRecord{APIVersion: BackupAPIVersion, Kind: BackupKind, Cluster: b.cluster,
-		StartTime: metav1.NewTime(b.startTime), Finding: rec}, "", "  ")
+	record := BackupRecord{APIVersion: BackupAPIVersion, Kind: BackupKind, Cluster: b.cluster, StartTime: metav1.NewTime(b.startTime), Finding: rec}
+	err := writeAtomically(file, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(record)
+	})
 	if err != nil {
-		return fmt.Errorf("encode the backup of %s: %w", rec.Object, err)
-	}
-	tmp, err := os.CreateTemp(b.dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("back up %s: %w", rec.Object, err)
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	err = errors.Join(err, tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err == nil {
-		err = syncDir(b.dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("back up %s to %s: %w", rec.Object, file, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 var unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)

@@ -283,15 +283,29 @@ func (r *Report) Print(w io.Writer, format OutputFormat) error {
 // writeFile writes the JSON report next to file and renames it into place, so that a reader never
 // sees half a report, and an earlier report stays until a new one is whole.
 func (r *Report) writeFile(file string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	return writeAtomically(file, r.printJSON)
+}
+
+// writeAtomically writes a file next to file with write, syncs it, renames it into place and
+// syncs the directory: a reader sees the old content or the new, whole, and so does a crash.
+func writeAtomically(file string, write func(io.Writer) error) error {
+	dir := filepath.Dir(file)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing left to remove
-	if err := errors.Join(r.printJSON(tmp), tmp.Close()); err != nil {
+	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), file)
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 func (r *Report) printJSON(w io.Writer) error {
