@@ -7,7 +7,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
@@ -173,40 +172,4 @@ func (r CatalogPods) nodeLost(name string) Fact {
 			return true, fmt.Sprintf("re-checked live: node %s is still lost: %s", name, strings.Join(node.evidence, "; "))
 		},
 	}
-}
-
-func conditionStatus(obj *Object, conditionType string) string {
-	status, _, _ := condition(obj, conditionType)
-	return status
-}
-
-// condition returns the status of an object's condition (status.conditions) and since when.
-func condition(obj *Object, conditionType string) (status string, since time.Time, found bool) {
-	c, found := conditionOf(obj, conditionType)
-	if !found {
-		return "", time.Time{}, false
-	}
-	status, _ = c["status"].(string)
-	since = timeField(c, "lastTransitionTime")
-	return status, since, true
-}
-
-// conditionOf returns an object's condition (status.conditions) of a type.
-func conditionOf(obj *Object, conditionType string) (map[string]any, bool) {
-	if obj == nil {
-		return nil, false
-	}
-	conditions, _, _ := unstructured.NestedSlice(obj.Content, "status", "conditions")
-	for _, c := range conditions {
-		if m, _ := c.(map[string]any); m["type"] == conditionType {
-			return m, true
-		}
-	}
-	return nil, false
-}
-
-func timeField(m map[string]any, field string) time.Time {
-	s, _ := m[field].(string)
-	t, _ := time.Parse(time.RFC3339, s)
-	return t
 }

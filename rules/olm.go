@@ -13,18 +13,6 @@ var subscriptionContent = ContentRequest{Resource: Subscriptions.GroupResource()
 	"spec.name", "status.installPlanRef", "status.installplan", "status.installedCSV", "status.currentCSV", "status.lastUpdated",
 }}
 
-// nestedString reads a string field of an object's content; "" if absent.
-func nestedString(obj *Object, fields ...string) string {
-	s, _, _ := unstructured.NestedString(obj.Content, fields...)
-	return s
-}
-
-// nestedInt reads an integer field of an object's content; 0 if absent.
-func nestedInt(obj *Object, fields ...string) int64 {
-	n, _, _ := unstructured.NestedInt64(obj.Content, fields...)
-	return n
-}
-
 // splitOperatorName splits an Operator's name, <package>.<namespace>, at its last dot: a
 // namespace has no dots, a package may.
 func splitOperatorName(name string) (pkg, namespace string, ok bool) {
