@@ -1,4 +1,8 @@
-package sweeper
+// Package notify tells a webhook (Slack, or anything that takes JSON) about a finished run: a
+// summary of its report and its actions, never an object's body. The URL is a secret (a Slack
+// webhook's URL is its credential): it never appears in logs, errors or the report, which show it
+// as scheme://host/….
+package notify
 
 import (
 	"bytes"
@@ -8,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,170 +20,91 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// The notification's flag names.
-const (
-	FlagNotifyURL     = "notify-url"
-	FlagNotifyURLFile = "notify-url-file"
-	FlagNotifyFormat  = "notify-format"
-	FlagNotifyOn      = "notify-on"
-	FlagNotifyTimeout = "notify-timeout"
-	FlagRequireNotify = "require-notify"
-)
-
-// NotifyFormat is the body of a notification.
-type NotifyFormat string
+// Format is the body of a notification.
+type Format string
 
 // The notification formats.
 const (
-	// NotifyJSON posts a Notification.
-	NotifyJSON NotifyFormat = "json"
-	// NotifySlack posts a Slack incoming-webhook message.
-	NotifySlack NotifyFormat = "slack"
+	// JSON posts a Notification.
+	JSON Format = "json"
+	// Slack posts a Slack incoming-webhook message.
+	Slack Format = "slack"
 )
 
-// NotifyOn says which runs are worth a notification.
-type NotifyOn string
+// On says which runs are worth a notification.
+type On string
 
 // When to notify.
 const (
-	// NotifyOnActions notifies when an action was applied or failed: when the cluster changed, or
+	// OnActions notifies when an action was applied or failed: when the cluster changed, or
 	// should have. Actions only planned (--dry-run=client or server) are not news: every dry run
 	// of a cluster with debris plans them, and would notify every time.
-	NotifyOnActions NotifyOn = "actions"
-	// NotifyOnFindings notifies when there are findings, with or without actions.
-	NotifyOnFindings NotifyOn = "findings"
-	// NotifyOnFailure notifies when the run failed (Report.Failed) before the notification: a push
+	OnActions On = "actions"
+	// OnFindings notifies when there are findings, with or without actions.
+	OnFindings On = "findings"
+	// OnFailure notifies when the run failed (Report.Failed) before the notification: a push
 	// that fails after it, even with --require-push, is not in it.
-	NotifyOnFailure NotifyOn = "failure"
-	// NotifyOnAlways notifies of every run.
-	NotifyOnAlways NotifyOn = "always"
+	OnFailure On = "failure"
+	// OnAlways notifies of every run.
+	OnAlways On = "always"
 )
 
 // NotificationKind identifies the body of a --notify-format=json notification; its apiVersion
 // is the report's.
 const NotificationKind = "SweepNotification"
 
-// NotifyOptions say whether, where and how a run is notified to a webhook (Slack, or anything that
-// takes JSON). The URL is a secret (a Slack webhook's URL is its credential): it never appears in
-// logs, errors or the report, which show it as scheme://host/….
-type NotifyOptions struct {
-	// NotifyURL receives the notification: an http or https URL.
-	NotifyURL string `json:"notify-url,omitempty"`
-	// NotifyURLFile holds the URL instead (a Secret mounted as a file), read on every run.
-	NotifyURLFile string `json:"notify-url-file,omitempty"`
-	// NotifyFormat is the body posted: json (a Notification) or slack.
-	NotifyFormat NotifyFormat `json:"notify-format,omitempty"`
-	// NotifyOn says which runs are notified: actions, findings, failure or always.
-	NotifyOn NotifyOn `json:"notify-on,omitempty"`
-	// NotifyTimeout bounds the notification, its retry included.
-	NotifyTimeout metav1.Duration `json:"notify-timeout"`
-	// RequireNotify makes a failed notification fail the run (exit 1); otherwise it is reported
-	// and logged.
-	RequireNotify bool `json:"require-notify"`
+// Config says where and how a run is notified.
+type Config struct {
+	// URL receives the notification: an http or https URL.
+	URL string
+	// URLFile holds the URL instead (a Secret mounted as a file), read on every run.
+	URLFile string
+	// Format is the body posted: json (a Notification) or slack.
+	Format Format
+	// On says which runs are notified: actions, findings, failure or always.
+	On On
+	// Timeout bounds the notification, its retry included.
+	Timeout time.Duration
 }
 
-// defaultNotifyOptions are the notification's defaults: no URL, so no notification.
-func defaultNotifyOptions() NotifyOptions {
-	return NotifyOptions{NotifyFormat: NotifyJSON, NotifyOn: NotifyOnActions, NotifyTimeout: metav1.Duration{Duration: 10 * time.Second}}
-}
-
-// AddFlags binds the notification's flags to o.
-func (o *NotifyOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.NotifyURL, FlagNotifyURL, o.NotifyURL, "POST a summary of the run to this http(s) URL, such as a Slack incoming webhook; never logged (a secret one is better in --notify-url-file).")
-	fs.StringVar(&o.NotifyURLFile, FlagNotifyURLFile, o.NotifyURLFile, "File whose content is the notification URL (a mounted Secret), read on every run.")
-	fs.StringVar((*string)(&o.NotifyFormat), FlagNotifyFormat, string(o.NotifyFormat), "Notification body: json (metadata, summary, errors and the findings with an action) or slack (an incoming-webhook message).")
-	fs.StringVar((*string)(&o.NotifyOn), FlagNotifyOn, string(o.NotifyOn), "Notify when: actions (an action was applied or failed), findings, failure (the run failed) or always.")
-	fs.DurationVar(&o.NotifyTimeout.Duration, FlagNotifyTimeout, o.NotifyTimeout.Duration, "Bound on the notification, its one retry included.")
-	fs.BoolVar(&o.RequireNotify, FlagRequireNotify, o.RequireNotify, "Exit 1 when the notification fails (default: report and log it).")
-}
-
-// notifies says whether a notification is configured; whether a run is notified is NotifyOn's.
-func (o NotifyOptions) notifies() bool { return o.NotifyURL != "" || o.NotifyURLFile != "" }
-
-// Validate returns every problem of the notification options. The URL file is read, so that a
-// wrong Secret is bad input (exit 2) rather than a failed notification; it is read again when
-// the notification is sent.
-func (o NotifyOptions) Validate() []error {
-	var errs []error
-	formatOK := slices.Contains([]NotifyFormat{NotifyJSON, NotifySlack}, o.NotifyFormat)
-	if !formatOK {
-		errs = append(errs, fmt.Errorf("--%s %q is invalid: use json or slack", FlagNotifyFormat, o.NotifyFormat))
-	}
-	onOK := slices.Contains([]NotifyOn{NotifyOnActions, NotifyOnFindings, NotifyOnFailure, NotifyOnAlways}, o.NotifyOn)
-	if !onOK {
-		errs = append(errs, fmt.Errorf("--%s %q is invalid: use actions, findings, failure or always", FlagNotifyOn, o.NotifyOn))
-	}
-	if o.NotifyTimeout.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("--%s %s is invalid: it must be positive", FlagNotifyTimeout, o.NotifyTimeout.Duration))
-	}
-	switch {
-	case o.NotifyURL != "" && o.NotifyURLFile != "":
-		errs = append(errs, fmt.Errorf("use either --%s or --%s, not both", FlagNotifyURL, FlagNotifyURLFile))
-	case o.NotifyURL != "":
-		if err := notifyURLError(o.NotifyURL); err != nil {
-			errs = append(errs, fmt.Errorf("--%s is invalid: %w", FlagNotifyURL, err))
-		}
-	case o.NotifyURLFile != "":
-		if _, err := o.target(); err != nil {
-			errs = append(errs, err)
-		}
-	default:
-		// Settings of a notification that will not happen are a slip: the URL is missing, or they are.
-		defaults := defaultNotifyOptions()
-		for _, set := range []struct {
-			flag string
-			set  bool
-		}{
-			{FlagRequireNotify, o.RequireNotify},
-			{FlagNotifyTimeout, o.NotifyTimeout != defaults.NotifyTimeout},
-			{FlagNotifyFormat, formatOK && o.NotifyFormat != defaults.NotifyFormat},
-			{FlagNotifyOn, onOK && o.NotifyOn != defaults.NotifyOn},
-		} {
-			if set.set {
-				errs = append(errs, fmt.Errorf("--%s needs --%s or --%s", set.flag, FlagNotifyURL, FlagNotifyURLFile))
-			}
-		}
-	}
-	return errs
-}
+// Enabled says whether a notification is configured; whether a run is notified is On's.
+func (cfg Config) Enabled() bool { return cfg.URL != "" || cfg.URLFile != "" }
 
 // maxNotifyURLFileSize bounds a --notify-url-file: a URL is short; anything larger is the wrong file.
 const maxNotifyURLFileSize = 64 << 10
 
-// target is the URL to notify: --notify-url, or the content of --notify-url-file, trimmed.
-// Errors never show the URL.
-func (o NotifyOptions) target() (string, error) {
-	if o.NotifyURLFile == "" {
-		return o.NotifyURL, nil
+// Target is the URL to notify: URL, or the content of URLFile, trimmed. Errors never show the URL;
+// they name the file by the flag that gives it.
+func (cfg Config) Target() (string, error) {
+	if cfg.URLFile == "" {
+		return cfg.URL, nil
 	}
-	f, err := os.Open(o.NotifyURLFile)
+	f, err := os.Open(cfg.URLFile)
 	if err != nil {
-		return "", fmt.Errorf("--%s: %w", FlagNotifyURLFile, err)
+		return "", fmt.Errorf("--notify-url-file: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxNotifyURLFileSize+1))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("--%s: read %s: %w", FlagNotifyURLFile, o.NotifyURLFile, err)
+		return "", fmt.Errorf("--notify-url-file: read %s: %w", cfg.URLFile, err)
 	case len(data) > maxNotifyURLFileSize:
-		return "", fmt.Errorf("--%s %s is larger than %d KiB: is it the right file?", FlagNotifyURLFile, o.NotifyURLFile, maxNotifyURLFileSize>>10)
+		return "", fmt.Errorf("--notify-url-file %s is larger than %d KiB: is it the right file?", cfg.URLFile, maxNotifyURLFileSize>>10)
 	}
 	raw := strings.TrimSpace(string(data))
-	if err := notifyURLError(raw); err != nil {
-		return "", fmt.Errorf("--%s %s holds an invalid URL: %w", FlagNotifyURLFile, o.NotifyURLFile, err)
+	if err := URLError(raw); err != nil {
+		return "", fmt.Errorf("--notify-url-file %s holds an invalid URL: %w", cfg.URLFile, err)
 	}
 	return raw, nil
 }
 
-// notifyURLError says what is wrong with a notification URL, if anything, showing no more of it
-// than redactURL does.
-func notifyURLError(raw string) error {
+// URLError says what is wrong with a notification URL, if anything, showing no more of it than
+// Redact does.
+func URLError(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case raw == "":
@@ -191,16 +115,16 @@ func notifyURLError(raw string) error {
 	case u.Scheme == "":
 		return errors.New("it is not an absolute URL: use an http:// or https:// URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%s: use an http:// or https:// URL", redactURL(raw))
+		return fmt.Errorf("%s: use an http:// or https:// URL", Redact(raw))
 	case u.Host == "":
-		return fmt.Errorf("%s names no host", redactURL(raw))
+		return fmt.Errorf("%s names no host", Redact(raw))
 	}
 	return nil
 }
 
-// redactURL shows of a URL what may be logged: scheme://host/…. The path and query of a webhook's
+// Redact shows of a URL what may be logged: scheme://host/…. The path and query of a webhook's
 // URL are its credential, and a user in it is a credential too.
-func redactURL(raw string) string {
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(URL not shown)"
@@ -208,56 +132,39 @@ func redactURL(raw string) string {
 	return u.Scheme + "://" + u.Host + "/…"
 }
 
-// wants says whether --notify-on wants a notification of report.
-func (on NotifyOn) wants(report *Report) bool {
+// Wants says whether a run that reported r is worth a notification.
+func (on On) Wants(r *report.Report) bool {
 	switch on {
-	case NotifyOnAlways:
+	case OnAlways:
 		return true
-	case NotifyOnFailure:
-		return report.Failed()
-	case NotifyOnFindings:
-		return report.Summary.Findings > 0
-	default: // NotifyOnActions: not planned ones (see NotifyOnActions).
-		return report.Summary.Applied > 0 || report.Summary.Failed > 0
+	case OnFailure:
+		return r.Failed()
+	case OnFindings:
+		return r.Summary.Findings > 0
+	default: // OnActions: not planned ones (see OnActions).
+		return r.Summary.Applied > 0 || r.Summary.Failed > 0
 	}
-}
-
-// sendNotification notifies of report if --notify-on wants it. A failed notification is logged
-// and recorded in the report's errors (stage notify), fatal with --require-notify; it fails
-// nothing else.
-func (o NotifyOptions) sendNotification(ctx context.Context, report *Report, logger *slog.Logger) {
-	if !o.NotifyOn.wants(report) {
-		logger.DebugContext(ctx, "no notification", "notify-on", o.NotifyOn)
-		return
-	}
-	to, err := o.notify(ctx, report)
-	if err != nil {
-		logger.ErrorContext(ctx, "notification not sent", "error", err)
-		report.Errors = append(report.Errors, ReportError{Stage: StageNotify, Message: err.Error(), Fatal: o.RequireNotify})
-		return
-	}
-	logger.InfoContext(ctx, "notification sent", "url", to, "format", o.NotifyFormat)
 }
 
 // notifyRetryDelay is the pause before the one retry of a notification.
 const notifyRetryDelay = time.Second
 
-// notify posts the notification of report, and returns where to, redacted. A connection error,
-// a 5xx or a 429 is tried once more, within --notify-timeout. It has a deadline of its own, as the
-// push does: a run that was interrupted or ran out of time still notifies.
-func (o NotifyOptions) notify(ctx context.Context, report *Report) (string, error) {
-	target, err := o.target()
+// Send posts the notification of a finished run's report, and returns where to, redacted. A
+// connection error, a 5xx or a 429 is tried once more, within the timeout. It has a deadline of its
+// own, as the push does: a run that was interrupted or ran out of time still notifies.
+func Send(ctx context.Context, cfg Config, r *report.Report) (string, error) {
+	target, err := cfg.Target()
 	if err != nil {
 		return "", err
 	}
-	redacted := redactURL(target)
-	body, err := o.body(report)
+	redacted := Redact(target)
+	body, err := cfg.body(r)
 	if err != nil {
 		return redacted, fmt.Errorf("encode the notification: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.NotifyTimeout.Duration)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout)
 	defer cancel()
-	userAgent := "operator-sweeper/" + cmp.Or(report.Metadata.Version, "dev")
+	userAgent := "operator-sweeper/" + cmp.Or(r.Metadata.Version, "dev")
 	retry, err := post(ctx, target, body, userAgent)
 	if err != nil && retry {
 		select {
@@ -276,7 +183,7 @@ func (o NotifyOptions) notify(ctx context.Context, report *Report) (string, erro
 // http package's errors quote it), its path, query and user (a server's answer may quote the path
 // it was asked for, "Cannot POST /services/T000/B000/secret").
 func scrubURL(message, target string) string {
-	message = strings.ReplaceAll(message, target, redactURL(target))
+	message = strings.ReplaceAll(message, target, Redact(target))
 	u, err := url.Parse(target)
 	if err != nil {
 		return message
@@ -326,11 +233,11 @@ func post(ctx context.Context, target string, body []byte, userAgent string) (re
 	return resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests, errors.New(status)
 }
 
-// body is the notification of report in --notify-format.
-func (o NotifyOptions) body(report *Report) ([]byte, error) {
-	var payload any = newNotification(report)
-	if o.NotifyFormat == NotifySlack {
-		payload = slackMessage(report)
+// body is the notification of r in the configured format.
+func (cfg Config) body(r *report.Report) ([]byte, error) {
+	var payload any = newNotification(r)
+	if cfg.Format == Slack {
+		payload = slackMessage(r)
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -343,14 +250,14 @@ func (o NotifyOptions) body(report *Report) ([]byte, error) {
 // summary and errors, and its findings that have an action, without their pre-images (before),
 // which may be large and hold a Secret's data.
 type Notification struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Metadata   ReportMetadata `json:"metadata"`
-	Summary    Summary        `json:"summary"`
-	Errors     []ReportError  `json:"errors"`
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   report.Metadata `json:"metadata"`
+	Summary    report.Summary  `json:"summary"`
+	Errors     []report.Error  `json:"errors"`
 	// Findings are the findings that have an action, whatever became of it: failed ones first,
 	// then applied ones, then the rest; at most notifyFindings.
-	Findings []FindingResult `json:"findings"`
+	Findings []report.FindingResult `json:"findings"`
 	// More counts the findings with an action left out past notifyFindings: the report has them.
 	More int `json:"more,omitempty"`
 }
@@ -359,19 +266,19 @@ type Notification struct {
 // fill with megabytes.
 const notifyFindings = 100
 
-func newNotification(report *Report) Notification {
+func newNotification(r *report.Report) Notification {
 	n := Notification{
-		APIVersion: ReportAPIVersion,
+		APIVersion: report.APIVersion,
 		Kind:       NotificationKind,
-		Metadata:   report.Metadata,
-		Summary:    report.Summary,
-		Errors:     report.Errors,
-		Findings:   []FindingResult{},
+		Metadata:   r.Metadata,
+		Summary:    r.Summary,
+		Errors:     r.Errors,
+		Findings:   []report.FindingResult{},
 	}
 	if n.Errors == nil {
-		n.Errors = []ReportError{}
+		n.Errors = []report.Error{}
 	}
-	for _, f := range topFindings(report.Findings) {
+	for _, f := range topFindings(r.Findings) {
 		switch {
 		case f.Action == nil:
 		case len(n.Findings) == notifyFindings:
@@ -423,13 +330,13 @@ func slackContext(text string) slackBlock {
 // slackMessage is the Slack message of report: a header line with the cluster, the mode and the
 // counts; the top findings, one line each; how many more there are; the first errors. The report
 // itself is in the Job's logs.
-func slackMessage(report *Report) slackPayload {
-	header := slackHeader(report)
+func slackMessage(r *report.Report) slackPayload {
+	header := slackHeader(r)
 	msg := slackPayload{Text: header, Blocks: []slackBlock{slackSection(header)}}
 
 	var lines []string
 	size := 0
-	for _, f := range topFindings(report.Findings) {
+	for _, f := range topFindings(r.Findings) {
 		line := slackLine(f)
 		if len(lines) == slackFindings || size+len(line)+1 > slackSectionLimit {
 			break
@@ -440,14 +347,14 @@ func slackMessage(report *Report) slackPayload {
 	if len(lines) > 0 {
 		msg.Blocks = append(msg.Blocks, slackSection(strings.Join(lines, "\n")))
 	}
-	if more := len(report.Findings) - len(lines); more > 0 && len(lines) > 0 {
+	if more := len(r.Findings) - len(lines); more > 0 && len(lines) > 0 {
 		msg.Blocks = append(msg.Blocks, slackContext(fmt.Sprintf("…and %d more findings: the full report is in the run's output.", more)))
 	}
 
-	if len(report.Errors) > 0 {
+	if len(r.Errors) > 0 {
 		errLines := []string{"*Errors*"}
-		for _, e := range report.Errors[:min(len(report.Errors), slackErrors)] {
-			what := e.stage() + ": "
+		for _, e := range r.Errors[:min(len(r.Errors), slackErrors)] {
+			what := e.StageText() + ": "
 			for _, about := range []string{e.Rule, e.Resource} {
 				if about != "" {
 					what += about + ": "
@@ -455,7 +362,7 @@ func slackMessage(report *Report) slackPayload {
 			}
 			errLines = append(errLines, "• "+slackEscape(what+e.Message, slackLineLimit))
 		}
-		if more := len(report.Errors) - slackErrors; more > 0 {
+		if more := len(r.Errors) - slackErrors; more > 0 {
 			errLines = append(errLines, fmt.Sprintf("…and %d more errors.", more))
 		}
 		msg.Blocks = append(msg.Blocks, slackSection(strings.Join(errLines, "\n")))
@@ -464,8 +371,8 @@ func slackMessage(report *Report) slackPayload {
 }
 
 // slackHeader is the message's first line: where, how, and the counts.
-func slackHeader(report *Report) string {
-	m, s := report.Metadata, report.Summary
+func slackHeader(r *report.Report) string {
+	m, s := r.Metadata, r.Summary
 	where := "*" + slackEscape(cmp.Or(m.Cluster, "-"), 100) + "*"
 	if m.Shard != "" {
 		where += " (shard " + slackEscape(m.Shard, 20) + ")"
@@ -474,11 +381,11 @@ func slackHeader(report *Report) string {
 	if s.Planned > 0 {
 		counts += fmt.Sprintf(", %d planned", s.Planned)
 	}
-	if n := len(report.Errors); n > 0 {
+	if n := len(r.Errors); n > 0 {
 		counts += fmt.Sprintf("; %d errors", n)
 	}
 	header := fmt.Sprintf("operator-sweeper on %s, mode %s: %s.", where, slackEscape(string(m.Mode), 20), counts)
-	if report.Failed() {
+	if r.Failed() {
 		header += " *The run failed.*"
 	}
 	return header
@@ -486,32 +393,32 @@ func slackHeader(report *Report) string {
 
 // topFindings orders findings by what a reader needs first: failed actions, applied ones, planned
 // ones, skipped ones, then findings without action (warnings first); the report's order otherwise.
-func topFindings(findings []FindingResult) []FindingResult {
-	rank := func(f FindingResult) int {
+func topFindings(findings []report.FindingResult) []report.FindingResult {
+	rank := func(f report.FindingResult) int {
 		switch {
 		case f.Action == nil && f.Severity == "warning":
 			return 4
 		case f.Action == nil:
 			return 5
-		case f.Outcome == OutcomeFailed:
+		case f.Outcome == report.OutcomeFailed:
 			return 0
-		case f.Outcome == OutcomeApplied:
+		case f.Outcome == report.OutcomeApplied:
 			return 1
-		case f.Outcome == OutcomeSkipped:
+		case f.Outcome == report.OutcomeSkipped:
 			return 3
 		default: // planned, dry-run
 			return 2
 		}
 	}
 	sorted := slices.Clone(findings)
-	slices.SortStableFunc(sorted, func(a, b FindingResult) int { return cmp.Compare(rank(a), rank(b)) })
+	slices.SortStableFunc(sorted, func(a, b report.FindingResult) int { return cmp.Compare(rank(a), rank(b)) })
 	return sorted
 }
 
 // slackLine is a finding on one line of at most slackLineLimit bytes: outcome, rule, object and
 // reason, the reason cut first.
-func slackLine(f FindingResult) string {
-	outcome := f.outcome()
+func slackLine(f report.FindingResult) string {
+	outcome := f.OutcomeText()
 	if f.Action == nil {
 		outcome = cmp.Or(string(f.Severity), string(rules.SeverityInfo))
 	}

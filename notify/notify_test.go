@@ -1,4 +1,4 @@
-package sweeper
+package notify
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -79,20 +81,17 @@ func (w *webhook) received() []webhookRequest {
 // secretURL is the webhook's URL with a secret path, as Slack's are.
 func (w *webhook) secretURL() string { return w.URL + webhookSecret }
 
-func notifyOptions(url string) NotifyOptions {
-	o := defaultNotifyOptions()
-	o.NotifyURL, o.NotifyOn = url, NotifyOnAlways
-	return o
+func notifyOptions(url string) Config {
+	return Config{URL: url, Format: JSON, On: OnAlways, Timeout: 10 * time.Second}
 }
 
-func TestNotifyJSON(t *testing.T) {
+func TestJSON(t *testing.T) {
 	hook := newWebhook(t)
-	report := testReport()
-	report.Findings[1].Before = &PreImage{Resource: "loggings"} // what restore needs; never notified
+	r := reporttest.Sample()
+	r.Findings[1].Before = &report.PreImage{Resource: "loggings"} // what restore needs; never notified
 	opts := notifyOptions(hook.secretURL())
-	require.Empty(t, opts.Validate())
 
-	to, err := opts.notify(context.Background(), report)
+	to, err := Send(context.Background(), opts, r)
 	require.NoError(t, err)
 	assert.Equal(t, hook.URL+"/…", to, "redacted")
 
@@ -109,18 +108,18 @@ func TestNotifyJSON(t *testing.T) {
 	var n Notification
 	require.NoError(t, json.Unmarshal(got[0].body, &n))
 	assert.Equal(t, NotificationKind, n.Kind)
-	assert.Equal(t, ReportAPIVersion, n.APIVersion)
-	assert.Equal(t, report.Metadata.Cluster, n.Metadata.Cluster)
-	assert.True(t, report.Metadata.StartTime.Equal(&n.Metadata.StartTime))
-	assert.Equal(t, report.Summary, n.Summary)
-	assert.Equal(t, report.Errors, n.Errors)
+	assert.Equal(t, report.APIVersion, n.APIVersion)
+	assert.Equal(t, r.Metadata.Cluster, n.Metadata.Cluster)
+	assert.True(t, r.Metadata.StartTime.Equal(&n.Metadata.StartTime))
+	assert.Equal(t, r.Summary, n.Summary)
+	assert.Equal(t, r.Errors, n.Errors)
 	require.Len(t, n.Findings, 4, "the findings with an action, whatever became of it")
 	for _, f := range n.Findings {
 		assert.NotNil(t, f.Action)
 		assert.Nil(t, f.Before)
 	}
-	assert.Equal(t, OutcomeFailed, n.Findings[0].Outcome, "failed actions first")
-	assert.Equal(t, ReasonAPIError, n.Findings[0].FailReason)
+	assert.Equal(t, report.OutcomeFailed, n.Findings[0].Outcome, "failed actions first")
+	assert.Equal(t, report.ReasonAPIError, n.Findings[0].FailReason)
 	assert.Zero(t, n.More)
 	var findings []map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(raw["findings"], &findings))
@@ -129,26 +128,26 @@ func TestNotifyJSON(t *testing.T) {
 	}
 
 	// A run without findings or errors: empty lists, not null.
-	require.NoError(t, json.Unmarshal(mustBody(t, opts, newReport(time.Now(), DefaultOptions())), &raw))
+	require.NoError(t, json.Unmarshal(mustBody(t, opts, reporttest.New(time.Now())), &raw))
 	assert.JSONEq(t, "[]", string(raw["findings"]))
 	assert.JSONEq(t, "[]", string(raw["errors"]))
 }
 
-func mustBody(t *testing.T, opts NotifyOptions, report *Report) []byte {
+func mustBody(t *testing.T, opts Config, r *report.Report) []byte {
 	t.Helper()
-	body, err := opts.body(report)
+	body, err := opts.body(r)
 	require.NoError(t, err)
 	return body
 }
 
-func TestNotifySlack(t *testing.T) {
+func TestSlack(t *testing.T) {
 	hook := newWebhook(t)
 	opts := notifyOptions(hook.secretURL())
-	opts.NotifyFormat = NotifySlack
-	report := testReport()
-	report.Errors = append(report.Errors, ReportError{Stage: StagePush, Message: "refused"})
+	opts.Format = Slack
+	r := reporttest.Sample()
+	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused"})
 
-	_, err := opts.notify(context.Background(), report)
+	_, err := Send(context.Background(), opts, r)
 	require.NoError(t, err)
 	got := hook.received()
 	require.Len(t, got, 1)
@@ -169,28 +168,28 @@ func TestNotifySlack(t *testing.T) {
 	assert.Equal(t, "*Errors*\n• observe: pods: forbidden\n• plan (fatal): broken: rule panicked: boom\n• push: refused", msg.Blocks[2].Text.Text)
 }
 
-// TestNotifySlackLimits: 500 findings with reasons far longer than a block may be, and characters
+// TestSlackLimits: 500 findings with reasons far longer than a block may be, and characters
 // Slack escapes, make a message within Slack's limits, cut on rune boundaries.
-func TestNotifySlackLimits(t *testing.T) {
-	report := newReport(time.Now(), DefaultOptions())
-	report.Metadata.Cluster = strings.Repeat("клúster<&>", 50)
-	report.Metadata.Mode = DryRunNone
+func TestSlackLimits(t *testing.T) {
+	r := reporttest.New(time.Now())
+	r.Metadata.Cluster = strings.Repeat("клúster<&>", 50)
+	r.Metadata.Mode = report.DryRunNone
 	longReason := strings.Repeat("finalizer <x> & ünïcödé 🧹 ", 400) // ~10 kB
 	for i := range 500 {
 		obj := rules.ObjectRef{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap",
 			Namespace: strings.Repeat("n", 63), Name: fmt.Sprintf("%s-%03d", strings.Repeat("é", 120), i), UID: types.UID(fmt.Sprint(i))}
-		res := Result{Outcome: OutcomeApplied}
+		res := reporttest.Result{Outcome: report.OutcomeApplied}
 		if i%200 == 7 { // 7, 207, 407: failed ones come first all the same
-			res = failed(ReasonAPIError, "forbidden")
+			res = reporttest.Failed(report.ReasonAPIError, "forbidden")
 		}
-		report.addFinding(rules.Finding{Rule: "orphaned-finalizers", Severity: rules.SeverityWarning, Object: obj, Reason: longReason,
+		reporttest.Add(r, rules.Finding{Rule: "orphaned-finalizers", Severity: rules.SeverityWarning, Object: obj, Reason: longReason,
 			Action: rules.RemoveFinalizers{Finalizers: []string{"x"}}}, res)
 	}
 	for range 20 {
-		report.Errors = append(report.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: longReason})
+		r.Errors = append(r.Errors, report.Error{Stage: report.StageObserve, Resource: "pods", Message: longReason})
 	}
 
-	body := mustBody(t, NotifyOptions{NotifyFormat: NotifySlack}, report)
+	body := mustBody(t, Config{Format: Slack}, r)
 	assert.Less(t, len(body), 20_000, "well under Slack's 40,000 characters")
 	msg := decodeSlack(t, body)
 	assert.LessOrEqual(t, len(msg.Blocks), 50)
@@ -271,59 +270,51 @@ func TestSlackEscape(t *testing.T) {
 
 // TestNotifyOn: which runs each --notify-on notifies.
 func TestNotifyOn(t *testing.T) {
-	withFindings := func(add func(*Report)) *Report {
-		r := newReport(time.Now(), DefaultOptions())
+	withFindings := func(add func(*report.Report)) *report.Report {
+		r := reporttest.New(time.Now())
 		add(r)
 		return r
 	}
 	obj := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: "ns", Name: "cm", UID: "u"}
 	del := rules.Delete{}
-	reports := map[string]*Report{
-		"clean": withFindings(func(*Report) {}),
-		"report only": withFindings(func(r *Report) {
-			r.addFinding(rules.Finding{Rule: "stuck-terminating", Object: obj}, Result{})
+	reports := map[string]*report.Report{
+		"clean": withFindings(func(*report.Report) {}),
+		"report only": withFindings(func(r *report.Report) {
+			reporttest.Add(r, rules.Finding{Rule: "stuck-terminating", Object: obj}, reporttest.Result{})
 		}),
-		"planned (dry run)": withFindings(func(r *Report) {
-			r.addFinding(rules.Finding{Rule: "orphans", Object: obj, Action: del}, Result{Outcome: OutcomePlanned})
-			r.addFinding(rules.Finding{Rule: "orphans", Object: obj, Action: del}, Result{Outcome: OutcomeDryRun})
+		"planned (dry run)": withFindings(func(r *report.Report) {
+			reporttest.Add(r, rules.Finding{Rule: "orphans", Object: obj, Action: del}, reporttest.Result{Outcome: report.OutcomePlanned})
+			reporttest.Add(r, rules.Finding{Rule: "orphans", Object: obj, Action: del}, reporttest.Result{Outcome: report.OutcomeDryRun})
 		}),
-		"skipped": withFindings(func(r *Report) {
-			r.addFinding(rules.Finding{Rule: "orphans", Object: obj, Action: del}, skipped(ReasonLimit, "limit"))
+		"skipped": withFindings(func(r *report.Report) {
+			reporttest.Add(r, rules.Finding{Rule: "orphans", Object: obj, Action: del}, reporttest.Skipped(report.ReasonLimit, "limit"))
 		}),
-		"applied": withFindings(func(r *Report) {
-			r.addFinding(rules.Finding{Rule: "orphans", Object: obj, Action: del}, Result{Outcome: OutcomeApplied})
+		"applied": withFindings(func(r *report.Report) {
+			reporttest.Add(r, rules.Finding{Rule: "orphans", Object: obj, Action: del}, reporttest.Result{Outcome: report.OutcomeApplied})
 		}),
-		"action failed": withFindings(func(r *Report) {
-			r.addFinding(rules.Finding{Rule: "orphans", Object: obj, Action: del}, failed(ReasonAPIError, "forbidden"))
+		"action failed": withFindings(func(r *report.Report) {
+			reporttest.Add(r, rules.Finding{Rule: "orphans", Object: obj, Action: del}, reporttest.Failed(report.ReasonAPIError, "forbidden"))
 		}),
-		"stage failed": withFindings(func(r *Report) {
-			r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Message: "unreachable", Fatal: true})
+		"stage failed": withFindings(func(r *report.Report) {
+			r.Errors = append(r.Errors, report.Error{Stage: report.StageObserve, Message: "unreachable", Fatal: true})
 		}),
-		"warning only": withFindings(func(r *Report) {
-			r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"})
+		"warning only": withFindings(func(r *report.Report) {
+			r.Errors = append(r.Errors, report.Error{Stage: report.StageObserve, Resource: "pods", Message: "forbidden"})
 		}),
 	}
 	tests := []struct {
-		on   NotifyOn
+		on   On
 		want []string // the reports notified
 	}{
-		{NotifyOnActions, []string{"applied", "action failed"}},
-		{NotifyOnFindings, []string{"report only", "planned (dry run)", "skipped", "applied", "action failed"}},
-		{NotifyOnFailure, []string{"action failed", "stage failed"}},
-		{NotifyOnAlways, []string{"clean", "report only", "planned (dry run)", "skipped", "applied", "action failed", "stage failed", "warning only"}},
+		{OnActions, []string{"applied", "action failed"}},
+		{OnFindings, []string{"report only", "planned (dry run)", "skipped", "applied", "action failed"}},
+		{OnFailure, []string{"action failed", "stage failed"}},
+		{OnAlways, []string{"clean", "report only", "planned (dry run)", "skipped", "applied", "action failed", "stage failed", "warning only"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.on), func(t *testing.T) {
-			for name, report := range reports {
-				hook := newWebhook(t)
-				opts := notifyOptions(hook.URL)
-				opts.NotifyOn = tt.on
-				opts.sendNotification(context.Background(), report, slog.New(slog.DiscardHandler))
-				want := 0
-				if slices.Contains(tt.want, name) {
-					want = 1
-				}
-				assert.Len(t, hook.received(), want, "%s", name)
+			for name, r := range reports {
+				assert.Equal(t, slices.Contains(tt.want, name), tt.on.Wants(r), "%s", name)
 			}
 		})
 	}
@@ -349,7 +340,7 @@ func TestNotifyFails(t *testing.T) {
 			t.Parallel() // a retry waits a second
 			hook := newWebhook(t, tt.statuses...)
 			opts := notifyOptions(hook.secretURL())
-			_, err := opts.notify(context.Background(), testReport())
+			_, err := Send(context.Background(), opts, reporttest.Sample())
 			assert.Len(t, hook.received(), tt.attempts)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
@@ -368,7 +359,7 @@ func TestNotifyFails(t *testing.T) {
 		url := hook.secretURL()
 		hook.Close()
 		start := time.Now()
-		_, err := notifyOptions(url).notify(context.Background(), testReport())
+		_, err := Send(context.Background(), notifyOptions(url), reporttest.Sample())
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "send the notification to "+hook.URL+"/…: ")
 		assert.Contains(t, err.Error(), "connection refused")
@@ -386,11 +377,11 @@ func TestNotifyFails(t *testing.T) {
 		}))
 		defer slow.Close()
 		opts := notifyOptions(slow.URL + webhookSecret)
-		opts.NotifyTimeout.Duration = 200 * time.Millisecond
+		opts.Timeout = 200 * time.Millisecond
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // the run was interrupted: the notification has its own deadline
 		start := time.Now()
-		_, err := opts.notify(ctx, testReport())
+		_, err := Send(ctx, opts, reporttest.Sample())
 		require.Error(t, err)
 		assert.Less(t, time.Since(start), 2*time.Second, "--notify-timeout bounds it, retry included")
 		assert.Contains(t, err.Error(), "context deadline exceeded")
@@ -404,99 +395,32 @@ func TestNotifyURLFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "url")
 	require.NoError(t, os.WriteFile(file, []byte("  "+first.secretURL()+"\n"), 0o600))
 	opts := notifyOptions("")
-	opts.NotifyURLFile = file
-	require.Empty(t, opts.Validate())
+	opts.URLFile = file
 
-	to, err := opts.notify(context.Background(), testReport())
+	to, err := Send(context.Background(), opts, reporttest.Sample())
 	require.NoError(t, err)
 	assert.Equal(t, first.URL+"/…", to)
 	require.Len(t, first.received(), 1)
 	assert.Equal(t, webhookSecret, first.received()[0].path)
 
 	require.NoError(t, os.WriteFile(file, []byte(second.secretURL()), 0o600)) // the Secret was rotated
-	_, err = opts.notify(context.Background(), testReport())
+	_, err = Send(context.Background(), opts, reporttest.Sample())
 	require.NoError(t, err)
 	assert.Len(t, first.received(), 1)
 	assert.Len(t, second.received(), 1)
 
 	require.NoError(t, os.WriteFile(file, []byte("ftp://files.example.com"+webhookSecret), 0o600))
-	errs := opts.Validate()
-	require.Len(t, errs, 1)
-	assert.Equal(t, "--notify-url-file "+file+" holds an invalid URL: ftp://files.example.com/…: use an http:// or https:// URL", errs[0].Error())
-	_, err = opts.notify(context.Background(), testReport())
+	_, err = opts.Target()
+	require.Error(t, err)
+	assert.Equal(t, "--notify-url-file "+file+" holds an invalid URL: ftp://files.example.com/…: use an http:// or https:// URL", err.Error())
+	_, err = Send(context.Background(), opts, reporttest.Sample())
 	require.Error(t, err, "read again when sending")
 	assert.NotContains(t, err.Error(), webhookSecret)
 
 	require.NoError(t, os.Remove(file))
-	errs = opts.Validate()
-	require.Len(t, errs, 1)
-	assert.Contains(t, errs[0].Error(), "--notify-url-file: open "+file+": no such file or directory")
-}
-
-// TestSendNotification: a failed notification is logged and recorded in the report, fatal only
-// with --require-notify; neither the log nor the report shows the URL.
-func TestSendNotification(t *testing.T) {
-	hook := newWebhook(t, http.StatusInternalServerError, http.StatusInternalServerError, http.StatusOK)
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := notifyOptions(hook.secretURL())
-
-	report := newReport(time.Now(), DefaultOptions())
-	opts.sendNotification(context.Background(), report, logger)
-	require.Len(t, report.Errors, 1)
-	assert.Equal(t, StageNotify, report.Errors[0].Stage)
-	assert.False(t, report.Errors[0].Fatal)
-	assert.False(t, report.Failed(), "a failed notification alone fails nothing")
-	assert.Contains(t, logs.String(), "notification not sent")
-
-	opts.sendNotification(context.Background(), report, logger) // 200: sent
-	require.Len(t, report.Errors, 1)
-	assert.Contains(t, logs.String(), `msg="notification sent" url=`+hook.URL+"/… format=json")
-
-	opts.RequireNotify = true
-	hook.Close()
-	opts.sendNotification(context.Background(), report, logger)
-	require.Len(t, report.Errors, 2)
-	assert.True(t, report.Errors[1].Fatal, "--require-notify")
-	assert.True(t, report.Failed())
-
-	var printed bytes.Buffer
-	require.NoError(t, report.Print(&printed, OutputJSON))
-	for _, out := range []string{logs.String(), printed.String()} {
-		assert.NotContains(t, out, webhookSecret)
-	}
-}
-
-// TestFinishNotifiesFirst: the notification's failure is in the printed report and fails the run
-// with --require-notify; a run that is not notified says nothing about it.
-func TestFinishNotifiesFirst(t *testing.T) {
-	hook := newWebhook(t, http.StatusNotFound)
-	opts := DefaultOptions()
-	opts.Output = OutputJSON
-	opts.NotifyURL = hook.secretURL()
-	opts.NotifyOn = NotifyOnAlways
-	logger := slog.New(slog.DiscardHandler)
-
-	var out bytes.Buffer
-	require.NoError(t, opts.finish(context.Background(), newReport(time.Now(), opts), nil, &out, logger))
-	var printed Report
-	require.NoError(t, json.Unmarshal(out.Bytes(), &printed))
-	require.Len(t, printed.Errors, 1)
-	assert.Equal(t, StageNotify, printed.Errors[0].Stage)
-	assert.Equal(t, "send the notification to "+hook.URL+"/…: 404 Not Found: no_service (the webhook is gone)", printed.Errors[0].Message)
-
-	opts.RequireNotify = true
-	out.Reset()
-	err := opts.finish(context.Background(), newReport(time.Now(), opts), nil, &out, logger)
-	require.ErrorIs(t, err, ErrIncomplete)
-	assert.NotContains(t, err.Error(), webhookSecret)
-	assert.Contains(t, out.String(), `"stage": "notify"`, "the report is printed in full")
-
-	opts.NotifyOn = NotifyOnActions
-	out.Reset()
-	require.NoError(t, opts.finish(context.Background(), newReport(time.Now(), opts), nil, &out, logger))
-	assert.NotContains(t, out.String(), "notify")
-	assert.Len(t, hook.received(), 2, "a run without actions is not notified")
+	_, err = opts.Target()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--notify-url-file: open "+file+": no such file or directory")
 }
 
 // TestNotifyKeepsTheURLOutOfWhatTheServerSays: a server that quotes the path it was asked for, a
@@ -507,7 +431,7 @@ func TestNotifyKeepsTheURLOutOfWhatTheServerSays(t *testing.T) {
 		fmt.Fprintf(w, "<pre>Cannot POST %s?%s</pre>", r.URL.Path, r.URL.RawQuery)
 	}))
 	defer echo.Close()
-	_, err := notifyOptions(echo.URL+webhookSecret+"?token=hunter2").notify(context.Background(), testReport())
+	_, err := Send(context.Background(), notifyOptions(echo.URL+webhookSecret+"?token=hunter2"), reporttest.Sample())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "404 Not Found: <pre>Cannot POST …?…</pre>")
 	assert.NotContains(t, err.Error(), "XXXXsecretXXXX")
@@ -520,7 +444,7 @@ func TestNotifyFollowsNoRedirect(t *testing.T) {
 	elsewhere := newWebhook(t)
 	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
 		redirect := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/collect", status))
-		_, err := notifyOptions(redirect.URL+webhookSecret).notify(context.Background(), testReport())
+		_, err := Send(context.Background(), notifyOptions(redirect.URL+webhookSecret), reporttest.Sample())
 		redirect.Close()
 		require.Error(t, err, "%d", status)
 		assert.Contains(t, err.Error(), "redirected elsewhere, which is not followed: give the URL it redirects to")
@@ -531,17 +455,25 @@ func TestNotifyFollowsNoRedirect(t *testing.T) {
 // TestNotificationIsBounded: a run with thousands of actions notifies the first notifyFindings of
 // them, failed ones first, and how many more there are.
 func TestNotificationIsBounded(t *testing.T) {
-	report := newReport(time.Now(), DefaultOptions())
+	r := reporttest.New(time.Now())
 	for i := range 3 * notifyFindings {
-		res := Result{Outcome: OutcomeSkipped, Reason: ReasonLimit}
+		res := reporttest.Result{Outcome: report.OutcomeSkipped, Reason: report.ReasonLimit}
 		if i == 2*notifyFindings {
-			res = Result{Outcome: OutcomeFailed, Reason: ReasonAPIError}
+			res = reporttest.Result{Outcome: report.OutcomeFailed, Reason: report.ReasonAPIError}
 		}
-		report.addFinding(rules.Finding{Rule: "orphaned-finalizers", Object: rules.ObjectRef{Kind: "ConfigMap", Name: fmt.Sprint(i)},
+		reporttest.Add(r, rules.Finding{Rule: "orphaned-finalizers", Object: rules.ObjectRef{Kind: "ConfigMap", Name: fmt.Sprint(i)},
 			Action: rules.Delete{}}, res)
 	}
-	n := newNotification(report)
+	n := newNotification(r)
 	assert.Len(t, n.Findings, notifyFindings)
 	assert.Equal(t, 2*notifyFindings, n.More)
-	assert.Equal(t, OutcomeFailed, n.Findings[0].Outcome, "what failed comes first")
+	assert.Equal(t, report.OutcomeFailed, n.Findings[0].Outcome, "what failed comes first")
+}
+
+// keys are the keys of a JSON object, sorted.
+func keys(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return slices.Sorted(maps.Keys(m))
 }

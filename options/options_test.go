@@ -1,13 +1,7 @@
-package sweeper
+package options
 
 import (
-	"context"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,17 +11,18 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/operator-sweeper/operator-sweeper/notify"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func TestDefaultOptionsAreValid(t *testing.T) {
-	opts := DefaultOptions()
+	opts := Default()
 	require.NoError(t, opts.Validate())
-	assert.Equal(t, DryRunClient, opts.DryRun, "the default mode writes nothing")
+	assert.Equal(t, report.DryRunClient, opts.DryRun, "the default mode writes nothing")
 	assert.Equal(t, float32(1000), opts.QPS)
 	assert.Equal(t, 2000, opts.Burst)
 	assert.Equal(t, int64(500), opts.PageSize)
@@ -88,19 +83,19 @@ func TestValidate(t *testing.T) {
 			`--notify-on "sometimes" is invalid: use actions, findings, failure or always`},
 		{"notify-timeout", func(o *Options) { o.NotifyURL = "https://hooks.slack.com/x"; o.NotifyTimeout.Duration = 0 }, "--notify-timeout 0s is invalid: it must be positive"},
 		{"require-notify without url", func(o *Options) { o.RequireNotify = true }, "--require-notify needs --notify-url or --notify-url-file"},
-		{"notify-format without url", func(o *Options) { o.NotifyFormat = NotifySlack }, "--notify-format needs --notify-url or --notify-url-file"},
-		{"notify-on without url", func(o *Options) { o.NotifyOn = NotifyOnAlways }, "--notify-on needs --notify-url or --notify-url-file"},
+		{"notify-format without url", func(o *Options) { o.NotifyFormat = notify.Slack }, "--notify-format needs --notify-url or --notify-url-file"},
+		{"notify-on without url", func(o *Options) { o.NotifyOn = notify.OnAlways }, "--notify-on needs --notify-url or --notify-url-file"},
 		{"backup-dir missing", func(o *Options) { o.BackupDir = "/nonexistent/backup" }, "--backup-dir /nonexistent/backup is not a directory"},
 		{"backup-dir a file", func(o *Options) { o.BackupDir = "/etc/hostname" }, "--backup-dir /etc/hostname is not a directory"},
 		{"backup-retention", func(o *Options) { o.BackupRetention = 0 }, "--backup-retention 0s is invalid: it must be positive, such as 30d"},
-		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are dead-apiservices, dead-webhooks, olm-rbac, orphaned-finalizers, installplan-owners, catalog-pods, operator-leftovers, stuck-terminating`},
+		{"rules", func(o *Options) { o.Rules = []string{"stuck-terminatin"} }, `--rules: unknown rule "stuck-terminatin"; the rules are ` + strings.Join(RuleNames(), ", ")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := DefaultOptions()
+			opts := Default()
 			tt.mutate(&opts)
 			err := opts.Validate()
-			var input *InputError
+			var input *sweeper.InputError
 			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), "\n")
@@ -129,9 +124,9 @@ rules:
   stuck-terminating:
     enabled: false
 `)
-	opts, err := LoadConfigFile(file, DefaultOptions())
+	opts, err := LoadConfigFile(file, Default())
 	require.NoError(t, err)
-	assert.Equal(t, DryRunNone, opts.DryRun)
+	assert.Equal(t, report.DryRunNone, opts.DryRun)
 	assert.Equal(t, 7, opts.MaxActions)
 	assert.Equal(t, time.Hour, opts.MinTerminatingAge.Duration)
 	assert.Equal(t, []string{"kube-*", "openshift-*"}, opts.ExcludeNamespaces)
@@ -140,7 +135,7 @@ rules:
 	assert.Equal(t, model.Duration(7*24*time.Hour), opts.BackupRetention, "days, as Prometheus' durations take them")
 	// What the file does not set keeps its default.
 	assert.Equal(t, int64(500), opts.PageSize)
-	assert.Equal(t, OutputTable, opts.Output)
+	assert.Equal(t, report.Table, opts.Output)
 }
 
 func TestLoadConfigFileErrors(t *testing.T) {
@@ -165,8 +160,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, tt.content)
-			_, err := LoadConfigFile(file, DefaultOptions())
-			var input *InputError
+			_, err := LoadConfigFile(file, Default())
+			var input *sweeper.InputError
 			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.True(t, strings.HasPrefix(err.Error(), "config file "+file+": "), err.Error())
@@ -174,8 +169,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 		})
 	}
 
-	_, err := LoadConfigFile(filepath.Join(t.TempDir(), "missing.yaml"), DefaultOptions())
-	var input *InputError
+	_, err := LoadConfigFile(filepath.Join(t.TempDir(), "missing.yaml"), Default())
+	var input *sweeper.InputError
 	require.True(t, errors.As(err, &input))
 	assert.Contains(t, err.Error(), "no such file")
 }
@@ -183,8 +178,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 // TestConfigFileTypos: every unknown key is named, one a line, not only the first.
 func TestConfigFileTypos(t *testing.T) {
 	file := writeFile(t, "max-action: 3\nqpss: 2\n")
-	_, err := LoadConfigFile(file, DefaultOptions())
-	var input *InputError
+	_, err := LoadConfigFile(file, Default())
+	var input *sweeper.InputError
 	require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 	assert.Equal(t, "config file "+file+`: unknown field "max-action"`+"\nconfig file "+file+`: unknown field "qpss"`, err.Error())
 }
@@ -203,112 +198,22 @@ func TestNoConfigFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadConfigFile(tt.file, DefaultOptions())
-			var input *InputError
+			_, err := LoadConfigFile(tt.file, Default())
+			var input *sweeper.InputError
 			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 			assert.Contains(t, err.Error(), tt.file)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
-	_, err := LoadConfigFile(writeFile(t, "qps: 1\n"+strings.Repeat("#", maxConfigFileSize-len("qps: 1\n"))), DefaultOptions())
+	_, err := LoadConfigFile(writeFile(t, "qps: 1\n"+strings.Repeat("#", maxConfigFileSize-len("qps: 1\n"))), Default())
 	assert.NoError(t, err, "a file of the limit's size is read")
-}
-
-// kubeconfigFile writes a kubeconfig for server, changed by mutate, and returns its path.
-func kubeconfigFile(t *testing.T, server string, caData []byte, mutate func(*clientcmdapi.Config)) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
-	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	cfg.CurrentContext = "c"
-	if mutate != nil {
-		mutate(cfg)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
-	return path
-}
-
-func TestLoadRESTConfigErrors(t *testing.T) {
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	dir := t.TempDir()
-	tests := []struct {
-		name       string
-		kubeconfig string
-		wantErr    string
-	}{
-		{"not a kubeconfig", writeFile(t, "apiVersion: v1\nkind: Config\n"), "defines no cluster: is it a kubeconfig file?"},
-		{"no current-context", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) { c.CurrentContext = "" }),
-			"has no current-context: set it, or pass --context"},
-		{"certificate-authority a directory", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) {
-			c.Clusters["c"].CertificateAuthority = dir
-		}), "kubeconfig: certificate-authority " + dir + ": read " + dir + ": is a directory"},
-		{"certificate-authority not PEM", kubeconfigFile(t, "https://127.0.0.1:1", []byte("junk"), nil),
-			"kubeconfig: certificate-authority (data) holds no PEM certificate"},
-		{"client certificate not PEM", kubeconfigFile(t, "https://127.0.0.1:1", nil, func(c *clientcmdapi.Config) {
-			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("junk"), ClientKeyData: []byte("junk")}
-		}), "kubeconfig: client-certificate and client-key: tls: failed to find any PEM data"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := LoadRESTConfig(tt.kubeconfig, "")
-			var input *InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
-			assert.Contains(t, err.Error(), tt.wantErr)
-		})
-	}
-
-	t.Setenv("KUBECONFIG", filepath.Join(dir, "a")+string(filepath.ListSeparator)+filepath.Join(dir, "b"))
-	_, _, err := LoadRESTConfig("", "")
-	require.Error(t, err)
-	assert.Equal(t, "$KUBECONFIG "+os.Getenv("KUBECONFIG")+" defines no cluster: its files are missing or empty", err.Error())
-}
-
-// TestPingSaysWhatToFix: each way the first request fails points at the part of the kubeconfig
-// to change.
-func TestPingSaysWhatToFix(t *testing.T) {
-	unauthorized := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
-	}))
-	defer unauthorized.Close()
-	caData := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: unauthorized.Certificate().Raw})
-	// httptest's certificate is for 127.0.0.1 and example.com, not for localhost.
-	misnamed := strings.Replace(unauthorized.URL, "127.0.0.1", "localhost", 1)
-	tests := []struct {
-		name       string
-		kubeconfig string
-		wantErr    string
-	}{
-		{"rejected credentials", kubeconfigFile(t, unauthorized.URL, caData, nil), "the API server at " + unauthorized.URL + " rejected the kubeconfig's credentials"},
-		{"a certificate for another name", kubeconfigFile(t, misnamed, caData, nil),
-			"the kubeconfig's certificate-authority does not vouch for the API server at " + misnamed},
-		{"nothing listens", kubeconfigFile(t, "https://127.0.0.1:1", caData, nil), "cannot reach the API server at https://127.0.0.1:1"},
-		{"credentials plugin fails", kubeconfigFile(t, unauthorized.URL, caData, func(c *clientcmdapi.Config) {
-			c.AuthInfos["u"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
-				APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/false", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}
-		}), "kubeconfig: no request could be sent to the API server at " + unauthorized.URL},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, _, err := LoadRESTConfig(tt.kubeconfig, "")
-			require.NoError(t, err)
-			clients, err := NewClients(cfg, DefaultOptions(), slog.New(slog.DiscardHandler))
-			require.NoError(t, err)
-			err = clients.Ping(context.Background(), cfg.Host)
-			var input *InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
-			assert.Contains(t, err.Error(), tt.wantErr)
-		})
-	}
 }
 
 func TestRuleSet(t *testing.T) {
 	off := false
 	on := true
-	all := []string{"dead-apiservices", "dead-webhooks", "olm-rbac", "orphaned-finalizers", "installplan-owners", "catalog-pods", "operator-leftovers", "stuck-terminating"}
+	all := RuleNames()
+	require.Equal(t, rules.StuckTerminatingName, all[len(all)-1], "stuck-terminating reports what is left: it comes last")
 	allButLast := all[:len(all)-1]
 	tests := []struct {
 		name    string
@@ -318,7 +223,7 @@ func TestRuleSet(t *testing.T) {
 	}{
 		{"default runs every rule, in apply order", []string{"*"}, nil, all},
 		{"a negation disables", []string{"-stuck-terminating"}, nil, allButLast},
-		{"only negations keep the rest", []string{"*", "-dead-apiservices"}, nil, all[1:]},
+		{"only negations keep the rest", []string{"*", "-" + all[0]}, nil, all[1:]},
 		{"names select", []string{"stuck-terminating", "olm-rbac"}, nil, []string{"olm-rbac", "stuck-terminating"}},
 		{"the config file can disable", []string{"*"}, &off, allButLast},
 		{"the config file can enable", []string{"*"}, &on, all},
@@ -327,7 +232,7 @@ func TestRuleSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := DefaultOptions()
+			opts := Default()
 			opts.Rules = tt.rules
 			opts.RuleConfigs = map[string]rules.RuleConfig{"stuck-terminating": {Enabled: tt.enabled}}
 			set, err := opts.RuleSet()
@@ -342,7 +247,7 @@ func TestRuleSet(t *testing.T) {
 }
 
 func TestRulesGetTheirSettings(t *testing.T) {
-	opts := DefaultOptions()
+	opts := Default()
 	opts.MinTerminatingAge.Duration = 42 * time.Minute
 	opts.RuleConfigs = map[string]rules.RuleConfig{
 		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
@@ -355,26 +260,18 @@ func TestRulesGetTheirSettings(t *testing.T) {
 	opts.Finalizers = []rules.FinalizerOwner{custom}
 	set, err := opts.RuleSet()
 	require.NoError(t, err)
-	require.Len(t, set, 8)
 
 	mappings, err := rules.NewFinalizerMappings([]rules.FinalizerOwner{custom})
 	require.NoError(t, err)
 	settings := rules.Settings{MinTerminatingAge: 42 * time.Minute, CatalogPodSlack: 2 * time.Minute, NodeNotReadyFor: 7 * time.Minute,
 		MinAge: 10 * time.Minute, UnhealthyZoneThreshold: 0.55, Finalizers: mappings}
-	must := func(rule rules.Rule, err error) rules.Rule {
+	var want []rules.Rule
+	for _, reg := range rules.Registry() {
+		rule, err := reg.New(opts.RuleConfigs[reg.Name].Args, settings)
 		require.NoError(t, err)
-		return rule
+		want = append(want, rule)
 	}
-	assert.Equal(t, []rules.Rule{
-		must(rules.NewDeadAPIServices(rules.DeadAPIServicesArgs{}, settings)),
-		must(rules.NewDeadWebhooks(rules.DeadWebhooksArgs{}, settings)),
-		must(rules.NewOLMRBAC(rules.OLMRBACArgs{Delete: true}, settings)),
-		must(rules.NewOrphanedFinalizers(rules.OrphanedFinalizersArgs{}, settings)),
-		must(rules.NewInstallPlanOwners(rules.InstallPlanOwnersArgs{}, settings)),
-		must(rules.NewCatalogPods(rules.CatalogPodsArgs{Selector: "app=registry"}, settings)),
-		must(rules.NewOperatorLeftovers(rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, settings)),
-		must(rules.NewStuckTerminating(rules.StuckTerminatingArgs{}, settings)),
-	}, set)
+	assert.Equal(t, want, set, "every rule, with its arguments and the run's settings")
 }
 
 func TestConfigFileFinalizerMappings(t *testing.T) {
@@ -387,7 +284,7 @@ finalizers:
 rules:
   olm-rbac: {delete: true}
 `)
-	opts, err := LoadConfigFile(file, DefaultOptions())
+	opts, err := LoadConfigFile(file, Default())
 	require.NoError(t, err)
 	require.NoError(t, opts.Validate())
 	assert.Equal(t, []rules.FinalizerOwner{{Pattern: "*.acme.io/finalizer", Controllers: []rules.Controller{
@@ -414,69 +311,24 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := LoadConfigFile(writeFile(t, tt.yaml), DefaultOptions())
+			opts, err := LoadConfigFile(writeFile(t, tt.yaml), Default())
 			if err == nil {
 				err = opts.Validate()
 			}
-			var input *InputError
+			var input *sweeper.InputError
 			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
 }
 
-func TestParseShard(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Shard
-		wantErr bool
-	}{
-		{in: "0/1", want: Shard{Index: 0, Count: 1}},
-		{in: "3/4", want: Shard{Index: 3, Count: 4}},
-		{in: "4/4", wantErr: true},
-		{in: "-1/4", wantErr: true},
-		{in: "1/0", wantErr: true},
-		{in: "1", wantErr: true},
-		{in: "a/b", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseShard(tt.in)
-			if tt.wantErr {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-// TestShardOwnership: every object has exactly one owner among n shards; a namespace's objects
-// and the Namespace itself go together.
-func TestShardOwnership(t *testing.T) {
-	pods := rules.Pods.GroupVersionResource
-	crds := rules.CustomResourceDefinitions.GroupVersionResource
-	namespaces := rules.Namespaces.GroupVersionResource
-	for _, n := range []int{1, 3, 4} {
-		for i := range 50 {
-			ns := fmt.Sprintf("ns-%d", i)
-			var owners []int
-			for index := range n {
-				s := Shard{Index: index, Count: n}
-				if s.ownsObject(pods, ns, "p") {
-					owners = append(owners, index)
-					assert.True(t, s.ownsObject(namespaces, "", ns), "the Namespace goes with its objects")
-				}
-			}
-			assert.Len(t, owners, 1, "%s in %d shards", ns, n)
-		}
-		owners := 0
-		for index := range n {
-			if (Shard{Index: index, Count: n}).ownsObject(crds, "", "x") {
-				owners++
-			}
-		}
-		assert.Equal(t, 1, owners)
+// TestConfigFileNamesKeysNotGroups: a value of the wrong type is named by its key, whatever group
+// holds it.
+func TestConfigFileNamesKeysNotGroups(t *testing.T) {
+	for key, value := range map[string]string{"concurrency": "many", "qps": "fast", "max-actions": "[1]", "pushgateway-timeout": "true"} {
+		_, err := LoadConfigFile(writeFile(t, key+": "+value+"\n"), Default())
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), ": "+key+": got ", "%s", err)
+		assert.NotContains(t, err.Error(), "Options")
 	}
 }

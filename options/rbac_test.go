@@ -1,4 +1,4 @@
-package sweeper
+package options
 
 import (
 	"testing"
@@ -7,16 +7,17 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 func TestPolicyRules(t *testing.T) {
-	opts := DefaultOptions()
+	opts := Default()
 	policy, err := opts.PolicyRules()
 	require.NoError(t, err)
 	assert.Empty(t, policy, "--dry-run=client writes nothing")
 
-	opts.DryRun = DryRunNone
+	opts.DryRun = report.DryRunNone
 	policy, err = opts.PolicyRules()
 	require.NoError(t, err)
 	assert.Equal(t, []rbacv1.PolicyRule{
@@ -47,7 +48,7 @@ func TestPolicyRules(t *testing.T) {
 		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}},
 	}
 	opts.Rules = []string{"olm-rbac", "operator-leftovers"}
-	opts.DryRun = DryRunServer
+	opts.DryRun = report.DryRunServer
 	policy, err = opts.PolicyRules()
 	require.NoError(t, err)
 	assert.Equal(t, []rbacv1.PolicyRule{

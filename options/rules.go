@@ -1,46 +1,106 @@
-package sweeper
+package options
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
-// ruleNames are the names of every rule, in apply order.
-func ruleNames() []string {
-	var names []string
-	for _, reg := range rules.Registry() {
-		names = append(names, reg.Name)
-	}
-	return names
+// The rules group's flags. Their sections of the config file (rules.<name>, finalizers) have no
+// flag.
+const (
+	FlagRules             = "rules"
+	FlagMinTerminatingAge = "min-terminating-age"
+	FlagCatalogPodSlack   = "catalog-pod-slack"
+	FlagNodeNotReadyFor   = "node-not-ready-for"
+	FlagUnhealthyZone     = "unhealthy-zone-threshold"
+)
+
+// RuleOptions say which rules run and what they are told.
+type RuleOptions struct {
+	// Rules enables and disables rules by name: "*" is every rule enabled by the config file,
+	// "foo" enables foo, "-foo" disables it. Without "*", only the named rules run.
+	Rules []string `json:"-"`
+	// RuleConfigs are the rules' sections of the config file ("rules.<name>"), by rule name.
+	RuleConfigs map[string]rules.RuleConfig `json:"-"`
+	// Finalizers maps finalizers to the controllers that remove them; they come before the
+	// shipped defaults (rules.DefaultFinalizerOwners) and replace those of the same pattern.
+	Finalizers []rules.FinalizerOwner `json:"finalizers,omitempty"`
+	// MinTerminatingAge is how long an object must have been terminating before rules consider it stuck.
+	MinTerminatingAge metav1.Duration `json:"min-terminating-age"`
+	// CatalogPodSlack is how long past its grace period a CatalogSource pod must be before it is
+	// force-deleted from a lost node.
+	CatalogPodSlack metav1.Duration `json:"catalog-pod-slack"`
+	// NodeNotReadyFor is how long a node must have been not Ready for its pods to count as lost.
+	NodeNotReadyFor metav1.Duration `json:"node-not-ready-for"`
+	// UnhealthyZoneThreshold is the fraction of a zone's nodes not Ready (more than two) from
+	// which nothing is force-deleted in that zone, as kube-controller-manager's flag of that name.
+	UnhealthyZoneThreshold float64 `json:"unhealthy-zone-threshold"`
 }
 
-// settings are what the options say to every rule.
-func (o Options) settings() (rules.Settings, error) {
-	mappings, err := rules.NewFinalizerMappings(o.Finalizers)
-	if err != nil {
-		return rules.Settings{}, prefixed("config: ", err)
+func defaultRuleOptions() RuleOptions {
+	return RuleOptions{
+		Rules:                  []string{"*"},
+		MinTerminatingAge:      metav1.Duration{Duration: 15 * time.Minute},
+		CatalogPodSlack:        metav1.Duration{Duration: time.Minute},
+		NodeNotReadyFor:        metav1.Duration{Duration: 5 * time.Minute},
+		UnhealthyZoneThreshold: 0.55,
 	}
-	return rules.Settings{
-		MinTerminatingAge:      o.MinTerminatingAge.Duration,
-		CatalogPodSlack:        o.CatalogPodSlack.Duration,
-		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
-		MinAge:                 o.MinAge.Duration,
-		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
-		Finalizers:             mappings,
-	}, nil
+}
+
+// AddFlags binds the group's flags to o; the defaults shown are o's current values.
+func (o *RuleOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.Rules, FlagRules, o.Rules, "Rules to run: \"*\" is every enabled rule, \"foo\" enables foo, \"-foo\" disables foo.")
+	fs.DurationVar(&o.MinTerminatingAge.Duration, FlagMinTerminatingAge, o.MinTerminatingAge.Duration, "How long an object must have been terminating to count as stuck.")
+	fs.DurationVar(&o.CatalogPodSlack.Duration, FlagCatalogPodSlack, o.CatalogPodSlack.Duration, "How long past its grace period a CatalogSource pod on a lost node must be before it is force-deleted.")
+	fs.DurationVar(&o.NodeNotReadyFor.Duration, FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration, "How long a node must have been not Ready for its CatalogSource pods to count as lost.")
+	fs.Float64Var(&o.UnhealthyZoneThreshold, FlagUnhealthyZone, o.UnhealthyZoneThreshold, "Fraction of a zone's nodes not Ready (more than two) from which nothing is force-deleted in it.")
+}
+
+// Validate returns every problem of the group: its values, and what building the rules finds.
+func (o *RuleOptions) Validate() []error {
+	var errs []error
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{FlagMinTerminatingAge, o.MinTerminatingAge.Duration}, {FlagCatalogPodSlack, o.CatalogPodSlack.Duration}, {FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration}} {
+		if d.value < 0 {
+			errs = append(errs, invalid(d.flag, d.value, "it must not be negative"))
+		}
+	}
+	if !(o.UnhealthyZoneThreshold > 0 && o.UnhealthyZoneThreshold <= 1) { // NaN too
+		errs = append(errs, invalid(FlagUnhealthyZone, o.UnhealthyZoneThreshold, "use a fraction above 0 and at most 1"))
+	}
+	if _, err := o.RuleSet(0); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // RuleSet returns the rules this run uses, built from their config, in the registry's order,
-// which is the order their actions are applied. The error names every problem.
-func (o Options) RuleSet() ([]rules.Rule, error) {
+// which is the order their actions are applied; minAge is --min-age, which rules apply to the
+// state of what they read. The error names every problem.
+func (o *RuleOptions) RuleSet(minAge time.Duration) ([]rules.Rule, error) {
 	enabled, err := o.enabledRules()
-	settings, serr := o.settings()
-	if err := errors.Join(err, serr); err != nil {
+	mappings, merr := rules.NewFinalizerMappings(o.Finalizers)
+	if err := errors.Join(err, sweeper.Prefixed("config: ", merr)); err != nil {
 		return nil, err
+	}
+	settings := rules.Settings{
+		MinTerminatingAge:      o.MinTerminatingAge.Duration,
+		CatalogPodSlack:        o.CatalogPodSlack.Duration,
+		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
+		MinAge:                 minAge,
+		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
+		Finalizers:             mappings,
 	}
 	var set []rules.Rule
 	var errs []error
@@ -50,7 +110,7 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 		}
 		rule, err := reg.New(o.RuleConfigs[reg.Name].Args, settings)
 		if err != nil {
-			errs = append(errs, prefixed("config: ", err))
+			errs = append(errs, sweeper.Prefixed("config: ", err))
 			continue
 		}
 		set = append(set, rule)
@@ -61,8 +121,8 @@ func (o Options) RuleSet() ([]rules.Rule, error) {
 // enabledRules applies --rules to what the config file enables: "*" keeps every rule the config
 // file enables; so does a list of only negations ("-foo"), which would otherwise mean no rule at
 // all; a name enables or disables that rule whatever the file says.
-func (o Options) enabledRules() (map[string]bool, error) {
-	names := ruleNames()
+func (o *RuleOptions) enabledRules() (map[string]bool, error) {
+	names := RuleNames()
 	star, positive := false, false
 	chosen := map[string]bool{}
 	for _, item := range o.Rules {
@@ -88,4 +148,13 @@ func (o Options) enabledRules() (map[string]bool, error) {
 		enabled[name] = on
 	}
 	return enabled, nil
+}
+
+// RuleNames are the names of every rule, in apply order.
+func RuleNames() []string {
+	var names []string
+	for _, reg := range rules.Registry() {
+		names = append(names, reg.Name)
+	}
+	return names
 }

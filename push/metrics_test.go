@@ -1,4 +1,4 @@
-package sweeper
+package push
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -19,15 +21,15 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	report := testReport()
-	report.Summary.Incomplete = true
-	enabled := []ruleMetrics{
-		{name: "stuck-terminating"},
-		{name: "orphans", actions: []string{"RemoveFinalizers"}},
-		{name: "quiet", actions: []string{"Delete"}},
-		{name: "broken", actions: []string{"Delete"}}, // failed in plan: nothing of it is pushed
+	r := reporttest.Sample()
+	r.Summary.Incomplete = true
+	enabled := []Rule{
+		{Name: "stuck-terminating"},
+		{Name: "orphans", Actions: []string{"RemoveFinalizers"}},
+		{Name: "quiet", Actions: []string{"Delete"}},
+		{Name: "broken", Actions: []string{"Delete"}}, // failed in plan: nothing of it is pushed
 	}
-	reg := registry(report, enabled, engineStages(), true)
+	reg := Registry(r, enabled, report.SweepStages(), true)
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP operator_sweeper_actions Actions of the last run, by rule, action type, outcome (planned, dry-run, applied, failed, skipped) and, for skipped and failed ones, reason.
@@ -80,7 +82,7 @@ operator_sweeper_run_duration_seconds 1.5
 `))
 	require.NoError(t, err)
 
-	failed := registry(report, nil, engineStages(), false)
+	failed := Registry(r, nil, report.SweepStages(), false)
 	assert.NotContains(t, familyNames(t, failed), "operator_sweeper_last_success_timestamp_seconds", "a failed run leaves the last success out")
 }
 
@@ -93,14 +95,14 @@ func TestRegistryLeavesOutWhatAFailedStageDidNotMeasure(t *testing.T) {
 		stage string
 		want  []string
 	}{
-		{StageInventory, always},
-		{StageObserve, append(slices.Clone(always), "operator_sweeper_resources_scanned")},
+		{report.StageInventory, always},
+		{report.StageObserve, append(slices.Clone(always), "operator_sweeper_resources_scanned")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.stage, func(t *testing.T) {
-			report := newReport(time.Now(), DefaultOptions())
-			report.Errors = append(report.Errors, ReportError{Stage: tt.stage, Message: "unreachable", Fatal: true})
-			reg := registry(report, []ruleMetrics{{name: "orphans", actions: []string{"RemoveFinalizers"}}}, engineStages(), false)
+			r := reporttest.New(time.Now())
+			r.Errors = append(r.Errors, report.Error{Stage: tt.stage, Message: "unreachable", Fatal: true})
+			reg := Registry(r, []Rule{{Name: "orphans", Actions: []string{"RemoveFinalizers"}}}, report.SweepStages(), false)
 			assert.ElementsMatch(t, tt.want, familyNames(t, reg))
 		})
 	}
@@ -124,15 +126,15 @@ func TestRegistryCountsNotifyErrorsWhenNotifying(t *testing.T) {
 		}
 		return series
 	}
-	rule := ruleMetrics{name: "orphans", actions: []string{"RemoveFinalizers"}}
-	report := newReport(time.Now(), DefaultOptions())
+	rule := Rule{Name: "orphans", Actions: []string{"RemoveFinalizers"}}
+	r := reporttest.New(time.Now())
 
-	enabled := []ruleMetrics{rule}
-	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0}, errorSeries(registry(report, enabled, engineStages(), true)))
-	notifying := append(engineStages(), StageNotify)
-	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0, "notify": 0}, errorSeries(registry(report, enabled, notifying, true)))
-	report.Errors = append(report.Errors, ReportError{Stage: StageNotify, Message: "refused"})
-	reg := registry(report, enabled, notifying, true)
+	enabled := []Rule{rule}
+	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0}, errorSeries(Registry(r, enabled, report.SweepStages(), true)))
+	notifying := append(report.SweepStages(), report.StageNotify)
+	assert.Equal(t, map[string]float64{"inventory": 0, "observe": 0, "plan": 0, "apply": 0, "notify": 0}, errorSeries(Registry(r, enabled, notifying, true)))
+	r.Errors = append(r.Errors, report.Error{Stage: report.StageNotify, Message: "refused"})
+	reg := Registry(r, enabled, notifying, true)
 	assert.Equal(t, 1.0, errorSeries(reg)["notify"])
 	assert.Equal(t, 1, testutil.CollectAndCount(reg, "operator_sweeper_info"))
 	for _, name := range []string{"operator_sweeper_findings", "operator_sweeper_actions"} {
@@ -178,26 +180,22 @@ func TestPushOverTLSWithBearerToken(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: gw.Certificate().Raw}), 0o600))
 	require.NoError(t, os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600))
 
-	opts := DefaultOptions()
-	opts.Cluster = "prod"
-	opts.PushgatewayURL = gw.URL
-	opts.PushgatewayBearerTokenFile = tokenFile
-	opts.PushgatewayCAFile = caFile
-	require.NoError(t, opts.Validate())
-	succeeded := newReport(time.Now(), opts)
+	cfg := Config{URL: gw.URL, Timeout: 10 * time.Second, BearerTokenFile: tokenFile, CAFile: caFile}
+	succeeded := reporttest.New(time.Now())
+	succeeded.Metadata.Cluster = "prod"
 	require.False(t, succeeded.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil, engineStages()))
+	require.NoError(t, Push(context.Background(), cfg, succeeded, nil, report.SweepStages()))
 	assert.Equal(t, http.MethodPut, method, "a run without failures replaces its group")
 	assert.Equal(t, "Bearer t0ken", auth)
 
-	opts.PushgatewayCAFile = ""
-	err := opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, succeeded, nil, engineStages())
+	cfg.CAFile = ""
+	err := Push(context.Background(), cfg, succeeded, nil, report.SweepStages())
 	require.Error(t, err, "without the CA, the certificate is not trusted")
 	assert.Contains(t, err.Error(), "certificate")
 
-	opts.PushgatewayInsecureSkipVerify = true
-	failed := testReport()
+	cfg.InsecureSkipVerify = true
+	failed := reporttest.Sample()
 	require.True(t, failed.Failed())
-	require.NoError(t, opts.pushMetrics(context.Background(), opts.Cluster, Shard{}, failed, nil, engineStages()))
+	require.NoError(t, Push(context.Background(), cfg, failed, nil, report.SweepStages()))
 	assert.Equal(t, http.MethodPost, method, "a failed run replaces only what it pushes")
 }

@@ -1,4 +1,4 @@
-package sweeper
+package report
 
 import (
 	"slices"
@@ -103,8 +103,8 @@ func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []stri
 	return out
 }
 
-// countStuckNamespaces fills Summary.StuckNamespaces with the namespaces counted says to count.
-func (r *Report) countStuckNamespaces(counted func(namespace string) bool) {
+// CountStuckNamespaces fills Summary.StuckNamespaces with the namespaces counted says to count.
+func (r *Report) CountStuckNamespaces(counted func(namespace string) bool) {
 	c := r.chains()
 	counts := map[string]int{}
 	for _, f := range r.Findings {
@@ -123,3 +123,6 @@ func (r *Report) countStuckNamespaces(counted func(namespace string) bool) {
 		r.Summary.StuckNamespaces = counts
 	}
 }
+
+// EveryNamespace counts every stuck namespace: a sweep that is not split.
+func EveryNamespace(string) bool { return true }

@@ -1,4 +1,4 @@
-package sweeper
+package report
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ const (
 
 // htmlPage is what report.html shows of a report.
 type htmlPage struct {
-	Meta                 ReportMetadata
+	Meta                 Metadata
 	Start, End, Duration string
 	Summary              Summary
 	Stuck                []htmlCount
@@ -171,7 +171,7 @@ func (r *Report) htmlPage() htmlPage {
 		// A row is part of a chain when it is below the top, or the top has blockers.
 		if rw.depth > 0 || len(c.blockers[f.Object.UID]) > 0 {
 			p.Chains = append(p.Chains, htmlRow{ID: htmlID(rw.finding), Rule: f.Rule, Kind: indent(rw.depth) + f.Object.Kind,
-				Name: f.Object.namespacedName(), Action: f.Action.typeName(), Outcome: f.outcome(), Reason: f.Reason, Top: rw.depth == 0})
+				Name: f.Object.NamespacedName(), Action: f.Action.TypeName(), Outcome: f.OutcomeText(), Reason: f.Reason, Top: rw.depth == 0})
 		}
 		hf := r.htmlFinding(rw.finding, anchor)
 		g, ok := groups[f.Rule]
@@ -218,9 +218,9 @@ func (r *Report) htmlFinding(i int, anchor map[types.UID]string) htmlFinding {
 		Object:     f.Object.String(),
 		Namespace:  htmlNamespace(f.Object),
 		Outcome:    cmp.Or(string(f.Outcome), htmlNoAction),
-		Action:     f.Action.typeName(),
+		Action:     f.Action.TypeName(),
 		Details:    htmlActionDetails(f.Action),
-		Result:     f.outcome(),
+		Result:     f.OutcomeText(),
 		PreImage:   f.Before != nil,
 		HasOutcome: f.Outcome != "",
 	}

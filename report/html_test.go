@@ -1,4 +1,4 @@
-package sweeper
+package report_test
 
 import (
 	"bytes"
@@ -18,13 +18,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 // htmlReport is chainedReport with what else a page shows: actions skipped, failed and applied, a
 // shard, an incomplete sweep, errors, and hostile strings where the cluster has a say.
-func htmlReport() *Report {
-	r := chainedReport()
+func htmlReport() *report.Report {
+	r := reporttest.Chained()
 	r.Metadata.Cluster, r.Metadata.Version, r.Metadata.Shard = "prod-eu", "v1.2.3", "1/3"
 	r.Metadata.EndTime = metav1.NewTime(r.Metadata.StartTime.Add(1500 * time.Millisecond))
 	crb := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
@@ -32,28 +34,28 @@ func htmlReport() *Report {
 	csv := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"},
 		Kind: "ClusterServiceVersion", Namespace: "olm", Name: "etcd.v0.9.4", UID: "csv"}
 	hostile := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: `x"><marquee>`, Name: "c", UID: "hostile"}
-	r.addFinding(rules.Finding{Rule: "olm-rbac", Severity: rules.SeverityInfo, Object: crb, Reason: "OLM is gone",
+	reporttest.Add(r, rules.Finding{Rule: "olm-rbac", Severity: rules.SeverityInfo, Object: crb, Reason: "OLM is gone",
 		Action: rules.Delete{}, Evidence: []string{"no olm-operator"}},
-		Result{Outcome: OutcomeSkipped, Reason: "opt-in", Detail: "set rules.olm-rbac.delete to act"})
-	r.addFinding(rules.Finding{Rule: "orphaned-finalizers", Severity: rules.SeverityWarning, Object: csv, Reason: "operator gone",
+		reporttest.Result{Outcome: report.OutcomeSkipped, Reason: "opt-in", Detail: "set rules.olm-rbac.delete to act"})
+	reporttest.Add(r, rules.Finding{Rule: "orphaned-finalizers", Severity: rules.SeverityWarning, Object: csv, Reason: "operator gone",
 		Action: rules.RemoveFinalizers{Finalizers: []string{"operatorframework.io/csv-cleanup"}}},
-		Result{Outcome: OutcomeFailed, Reason: "api-error", Detail: `admission webhook "deny.example" denied the request`})
-	r.addFinding(rules.Finding{Rule: "operator-leftovers", Severity: rules.SeverityInfo, Object: hostile, Action: rules.Delete{},
+		reporttest.Result{Outcome: report.OutcomeFailed, Reason: "api-error", Detail: `admission webhook "deny.example" denied the request`})
+	reporttest.Add(r, rules.Finding{Rule: "operator-leftovers", Severity: rules.SeverityInfo, Object: hostile, Action: rules.Delete{},
 		Reason:   `<script>alert("reason")</script>`,
 		Evidence: []string{`"><img src=https://evil.example/x.png onerror=alert(1)>`, "see https://example.com/docs and http://example.com/"}},
-		Result{Outcome: OutcomeApplied, Before: &PreImage{Resource: "configmaps"}})
+		reporttest.Result{Outcome: report.OutcomeApplied, Before: &report.PreImage{Resource: "configmaps"}})
 	r.Summary.Incomplete = true
 	r.Errors = append(r.Errors,
-		ReportError{Stage: StageObserve, Resource: "widgets.example.com/v1", Message: "list widgets: the server is currently unable to handle the request"},
-		ReportError{Stage: StageApply, Rule: "olm-rbac", Message: `rule failed: <a href="https://evil.example/">click</a>`, Fatal: true})
+		report.Error{Stage: report.StageObserve, Resource: "widgets.example.com/v1", Message: "list widgets: the server is currently unable to handle the request"},
+		report.Error{Stage: report.StageApply, Rule: "olm-rbac", Message: `rule failed: <a href="https://evil.example/">click</a>`, Fatal: true})
 	return r
 }
 
 // renderHTML prints r with -o html and parses the page.
-func renderHTML(t *testing.T, r *Report) (string, *html.Node) {
+func renderHTML(t *testing.T, r *report.Report) (string, *html.Node) {
 	t.Helper()
 	var out bytes.Buffer
-	require.NoError(t, r.Print(&out, OutputHTML))
+	require.NoError(t, r.Print(&out, report.HTML))
 	page := out.String()
 	requireWellFormed(t, page)
 	doc, err := html.Parse(strings.NewReader(page))
@@ -203,7 +205,7 @@ func TestHTMLEscapesWhatTheClusterSays(t *testing.T) {
 	assert.Contains(t, page, `&lt;script&gt;alert(&#34;reason&#34;)&lt;/script&gt;`)
 	scripts := htmlFind(doc, func(n *html.Node) bool { return n.DataAtom == atom.Script })
 	require.Len(t, scripts, 1, "the page's own script alone")
-	assert.Equal(t, string(htmlScript), htmlText(scripts[0]))
+	assert.Equal(t, string(report.HTMLScript), htmlText(scripts[0]))
 	assert.Empty(t, htmlFind(doc, func(n *html.Node) bool { return n.DataAtom == atom.Img || n.DataAtom == atom.Marquee }))
 	for _, n := range htmlFind(doc, func(*html.Node) bool { return true }) {
 		for _, a := range n.Attr {
@@ -223,7 +225,7 @@ func TestHTMLEscapesWhatTheClusterSays(t *testing.T) {
 // TestHTMLLoadsNothing: the page has no address to load anything from, and its policy lets it
 // run its own script and style alone, even with addresses in the findings' text.
 func TestHTMLLoadsNothing(t *testing.T) {
-	for name, r := range map[string]*Report{"findings": htmlReport(), "empty": newReport(time.Now(), DefaultOptions())} {
+	for name, r := range map[string]*report.Report{"findings": htmlReport(), "empty": reporttest.New(time.Now())} {
 		t.Run(name, func(t *testing.T) {
 			page, doc := renderHTML(t, r)
 			if name == "findings" {
@@ -248,7 +250,7 @@ func TestHTMLLoadsNothing(t *testing.T) {
 				}
 			}
 			assert.NotContains(t, page, "@import")
-			assert.NotRegexp(t, `url\(`, string(htmlStyle))
+			assert.NotRegexp(t, `url\(`, string(report.HTMLStyle))
 
 			metas := htmlFind(doc, func(n *html.Node) bool { return htmlAttr(n, "http-equiv") == "Content-Security-Policy" })
 			require.Len(t, metas, 1)
@@ -258,8 +260,8 @@ func TestHTMLLoadsNothing(t *testing.T) {
 			style := htmlFind(doc, func(n *html.Node) bool { return n.DataAtom == atom.Style })
 			require.Len(t, script, 1)
 			require.Len(t, style, 1)
-			assert.Contains(t, policy, "script-src '"+cspHash(htmlText(script[0]))+"'", "the policy allows the page's script")
-			assert.Contains(t, policy, "style-src '"+cspHash(htmlText(style[0]))+"'", "and its style")
+			assert.Contains(t, policy, "script-src '"+report.CSPHash(htmlText(script[0]))+"'", "the policy allows the page's script")
+			assert.Contains(t, policy, "style-src '"+report.CSPHash(htmlText(style[0]))+"'", "and its style")
 			if name == "empty" {
 				assert.Equal(t, "No findings.", htmlText(htmlByID(t, doc, "no-findings")))
 				assert.Equal(t, "No errors.", htmlText(htmlByID(t, doc, "no-errors")))
@@ -273,10 +275,10 @@ func TestHTMLLoadsNothing(t *testing.T) {
 // the one in the policy.
 func TestHTMLAssetsHaveNoActions(t *testing.T) {
 	for _, name := range []string{"style", "script"} {
-		def := regexp.MustCompile(`(?s)\{\{define "` + name + `"\}\}(.*?)\{\{end`).FindStringSubmatch(reportHTML)
+		def := regexp.MustCompile(`(?s)\{\{define "` + name + `"\}\}(.*?)\{\{end`).FindStringSubmatch(report.ReportHTML)
 		require.NotNil(t, def, name)
 		assert.NotContains(t, def[1], "{{", name)
-		assert.Equal(t, def[1], htmlAsset(name))
+		assert.Equal(t, def[1], report.HTMLAsset(name))
 	}
 }
 

@@ -1,33 +1,51 @@
-package sweeper
+// Package report is what a run of operator-sweeper found and did, as data: the SweepReport with
+// its findings, outcomes and pre-images, and its renderings (table, JSON, YAML, Markdown, HTML,
+// the blockedBy chains and the explanation of one object). It reads nothing from the cluster and
+// writes nowhere but where it is told.
+package report
 
 import (
-	"cmp"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// ReportAPIVersion and ReportKind identify a SweepReport.
+// APIVersion and Kind identify a SweepReport.
 const (
-	ReportAPIVersion = "sweeper.operator-sweeper.io/v1alpha1"
-	ReportKind       = "SweepReport"
+	APIVersion = "sweeper.operator-sweeper.io/v1alpha1"
+	Kind       = "SweepReport"
 )
 
-// The stages of a run, as named in ReportError.
+// DryRunMode says whether and how actions reach the API server.
+type DryRunMode string
+
+const (
+	// DryRunClient plans and reports; nothing is sent. The default.
+	DryRunClient DryRunMode = "client"
+	// DryRunServer sends every write with dryRun=All, so admission and RBAC are exercised and
+	// nothing is persisted.
+	DryRunServer DryRunMode = "server"
+	// DryRunNone applies the actions.
+	DryRunNone DryRunMode = "none"
+)
+
+// Done is the outcome of an action carried out in mode.
+func (mode DryRunMode) Done() Outcome {
+	switch mode {
+	case DryRunNone:
+		return OutcomeApplied
+	case DryRunServer:
+		return OutcomeDryRun
+	default:
+		return OutcomePlanned
+	}
+}
+
+// The stages of a run, as named in Error.
 const (
 	StageInventory = "inventory"
 	StageObserve   = "observe"
@@ -37,19 +55,82 @@ const (
 	StageNotify    = "notify"
 )
 
+// Outcome is what became of a finding's action.
+type Outcome string
+
+// The outcomes of an action.
+const (
+	// OutcomePlanned: --dry-run=client, nothing was sent.
+	OutcomePlanned Outcome = "planned"
+	// OutcomeDryRun: --dry-run=server, the server accepted the write and persisted nothing.
+	OutcomeDryRun Outcome = "dry-run"
+	// OutcomeApplied: the write was persisted, or the object was already gone.
+	OutcomeApplied Outcome = "applied"
+	// OutcomeFailed: the write failed; the finding says why.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeSkipped: the action was not attempted; the finding says why.
+	OutcomeSkipped Outcome = "skipped"
+)
+
+// Reason says, as a word, why an action was skipped or failed: the report's skipReason and
+// failReason, and the reason label of operator_sweeper_actions.
+type Reason string
+
+// Why an action was skipped.
+const (
+	// ReasonOptIn: the rule needs an opt-in in the config that is not given.
+	ReasonOptIn Reason = "opt-in"
+	// ReasonProtectedNamespace: the object is in a --protected-namespaces namespace.
+	ReasonProtectedNamespace Reason = "protected-namespace"
+	// ReasonDependency: an action this one depends on was not done in this run.
+	ReasonDependency Reason = "dependency"
+	// ReasonLimit: --max-actions was reached.
+	ReasonLimit Reason = "limit"
+	// ReasonResolved: the object changed after it was observed, so that the action is no longer
+	// needed, or no longer covered by what was checked; the next run looks again.
+	ReasonResolved Reason = "resolved"
+	// ReasonStale: a fact the action rests on no longer holds when read again, live, or could
+	// not be read again.
+	ReasonStale Reason = "stale"
+	// ReasonMinAge: the object is younger than --min-age, or than the sweep.
+	ReasonMinAge Reason = "min-age"
+	// ReasonZoneOutage: the node is in a zone where most nodes are not Ready at once.
+	ReasonZoneOutage Reason = rules.HeldZoneOutage
+	// ReasonInterrupted: the run was interrupted (SIGTERM, SIGINT, --timeout) before the action.
+	ReasonInterrupted Reason = "interrupted"
+	// ReasonNotRestorable: restore cannot undo the action (a pod deleted, a deletion under way).
+	ReasonNotRestorable Reason = "not-restorable"
+)
+
+// Why an action failed.
+const (
+	// ReasonConflict: the object changed again while the action was being retried.
+	ReasonConflict Reason = "conflict"
+	// ReasonAPIError: the API server refused the write, or re-reading the object failed.
+	ReasonAPIError Reason = "api-error"
+	// ReasonNotInView: the finding names an object the view does not hold: a rule's bug.
+	ReasonNotInView Reason = "not-in-view"
+	// ReasonRuleFailed: the rule panicked while re-planning the action: a rule's bug.
+	ReasonRuleFailed Reason = "rule-failed"
+	// ReasonBackup: the pre-image could not be kept in --backup-dir, so the write was not sent;
+	// or (skipped) a CustomResourceDefinition has custom resources and there is no --backup-dir
+	// to keep them in.
+	ReasonBackup Reason = "backup"
+)
+
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
 // later rules add findings; fields are only ever added, and optional.
 type Report struct {
 	APIVersion string          `json:"apiVersion"`
 	Kind       string          `json:"kind"`
-	Metadata   ReportMetadata  `json:"metadata"`
+	Metadata   Metadata        `json:"metadata"`
 	Summary    Summary         `json:"summary"`
 	Findings   []FindingResult `json:"findings"`
-	Errors     []ReportError   `json:"errors"`
+	Errors     []Error         `json:"errors"`
 }
 
-// ReportMetadata says when, where and how the run happened.
-type ReportMetadata struct {
+// Metadata says when, where and how the run happened.
+type Metadata struct {
 	StartTime metav1.Time `json:"startTime"`
 	EndTime   metav1.Time `json:"endTime"`
 	Mode      DryRunMode  `json:"mode"`
@@ -115,7 +196,12 @@ type ObjectSummary struct {
 	UID        types.UID `json:"uid"`
 }
 
-// ActionSummary is an action as data in the report.
+// ObjectOf summarizes the object a rule names.
+func ObjectOf(ref rules.ObjectRef) ObjectSummary {
+	return ObjectSummary{APIVersion: ref.APIVersion(), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+}
+
+// ActionSummary is an action as data in the report: its type and what it changes.
 type ActionSummary struct {
 	Type                  string                  `json:"type"`
 	Finalizers            []string                `json:"finalizers,omitempty"`
@@ -124,9 +210,9 @@ type ActionSummary struct {
 	GracePeriodSeconds    *int64                  `json:"gracePeriodSeconds,omitempty"`
 }
 
-// ReportError is a problem that kept part of the run from being done.
-type ReportError struct {
-	// Stage is where it happened: inventory, observe, plan, apply or push.
+// Error is a problem that kept part of the run from being done.
+type Error struct {
+	// Stage is where it happened: inventory, observe, plan, apply, push or notify.
 	Stage string `json:"stage"`
 	// Rule is the rule that failed, for a problem of one rule.
 	Rule string `json:"rule,omitempty"`
@@ -134,311 +220,62 @@ type ReportError struct {
 	Resource string `json:"resource,omitempty"`
 	Message  string `json:"message"`
 	// Fatal says the problem fails the run (exit 1): a whole stage failed, a rule failed, the run
-	// was interrupted, or a push that --require-push requires failed.
+	// was interrupted, or a push or notification that was required failed.
 	Fatal bool `json:"fatal,omitempty"`
 }
 
-func newReport(start time.Time, opts Options) *Report {
-	return &Report{
-		APIVersion: ReportAPIVersion,
-		Kind:       ReportKind,
-		Metadata: ReportMetadata{
-			StartTime: metav1.NewTime(start),
-			Mode:      opts.DryRun,
-			Version:   opts.Version,
-			Cluster:   opts.Cluster,
-			Shard:     opts.Shard,
-		},
-		Findings: []FindingResult{},
-		Errors:   []ReportError{},
-	}
+// New returns an empty report of a run that started at start.
+func New(start time.Time, meta Metadata) *Report {
+	meta.StartTime = metav1.NewTime(start)
+	return &Report{APIVersion: APIVersion, Kind: Kind, Metadata: meta, Findings: []FindingResult{}, Errors: []Error{}}
 }
 
-func (r *Report) addFinding(f rules.Finding, res Result) {
-	fr := findingResult(f, res)
-	r.Summary.Findings++
+// Add appends a finding and counts it.
+func (r *Report) Add(f FindingResult) {
+	r.Summary.count(f)
+	r.Findings = append(r.Findings, f)
+}
+
+// count counts a finding and its outcome.
+func (s *Summary) count(f FindingResult) {
+	s.Findings++
 	switch {
-	case fr.Action == nil:
-	case fr.Outcome == OutcomePlanned, fr.Outcome == OutcomeDryRun:
-		r.Summary.Planned++
-	case fr.Outcome == OutcomeApplied:
-		r.Summary.Applied++
-	case fr.Outcome == OutcomeFailed:
-		r.Summary.Failed++
-	case fr.Outcome == OutcomeSkipped:
-		r.Summary.Skipped++
+	case f.Action == nil:
+	case f.Outcome == OutcomePlanned, f.Outcome == OutcomeDryRun:
+		s.Planned++
+	case f.Outcome == OutcomeApplied:
+		s.Applied++
+	case f.Outcome == OutcomeFailed:
+		s.Failed++
+	case f.Outcome == OutcomeSkipped:
+		s.Skipped++
 	}
-	r.Findings = append(r.Findings, fr)
-}
-
-// findingResult is a finding and what became of its action, as the report shows it.
-func findingResult(f rules.Finding, res Result) FindingResult {
-	fr := FindingResult{
-		Rule:     f.Rule,
-		Severity: f.Severity,
-		Object:   summarizeObject(f.Object),
-		Reason:   f.Reason,
-		Evidence: f.Evidence,
-	}
-	for _, ref := range append(slices.Clone(f.BlockedBy), res.BlockedBy...) {
-		fr.BlockedBy = append(fr.BlockedBy, summarizeObject(ref))
-	}
-	if res.Replanned {
-		fr.Evidence = append(slices.Clone(fr.Evidence), "the object changed after it was observed; it was re-read and re-planned before acting")
-	}
-	if len(res.Evidence) > 0 {
-		fr.Evidence = append(slices.Clone(fr.Evidence), res.Evidence...)
-	}
-	if fr.Evidence == nil {
-		fr.Evidence = []string{}
-	}
-	if f.Action == nil {
-		return fr
-	}
-	action := f.Action
-	if res.Action != nil {
-		action = res.Action
-	}
-	fr.Action = summarizeAction(action)
-	fr.Outcome = res.Outcome
-	fr.Error = res.Detail
-	fr.Before = res.Before
-	switch res.Outcome {
-	case OutcomeFailed:
-		fr.FailReason = res.Reason
-	case OutcomeSkipped:
-		fr.SkipReason = res.Reason
-	}
-	return fr
-}
-
-func summarizeObject(ref rules.ObjectRef) ObjectSummary {
-	return ObjectSummary{APIVersion: ref.APIVersion(), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
-}
-
-func summarizeAction(action rules.Action) *ActionSummary {
-	s := &ActionSummary{Type: action.Type()}
-	switch act := action.(type) {
-	case rules.RemoveFinalizers:
-		s.Finalizers = act.Finalizers
-	case rules.SetOwnerReferences:
-		s.AddOwnerReferences = act.Add
-		s.RemoveOwnerReferences = act.Remove
-	case rules.Delete:
-		s.GracePeriodSeconds = act.GracePeriodSeconds
-	case addFinalizers:
-		s.Finalizers = act.finalizers
-	case setOwners:
-		s.AddOwnerReferences = act.change.Add
-		s.RemoveOwnerReferences = act.change.Remove
-	}
-	return s
 }
 
 // Failed reports whether an action failed or a problem is fatal.
 func (r *Report) Failed() bool {
-	return r.Summary.Failed > 0 || slices.ContainsFunc(r.Errors, func(e ReportError) bool { return e.Fatal })
-}
-
-// failure describes in one line why the run counts as failed.
-func (r *Report) failure() string {
-	var parts []string
-	for _, e := range r.Errors {
-		switch {
-		case e.Fatal && e.Stage == StagePush:
-			parts = append(parts, fmt.Sprintf("%s (--%s)", e.Message, FlagRequirePush))
-		case e.Fatal && e.Stage == StageNotify:
-			parts = append(parts, fmt.Sprintf("%s: %s (--%s)", e.Stage, e.Message, FlagRequireNotify))
-		case e.Fatal:
-			parts = append(parts, e.Stage+": "+e.Message)
-		}
-	}
-	if r.Summary.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// Print writes the report in the given format.
-func (r *Report) Print(w io.Writer, format OutputFormat) error {
-	switch format {
-	case OutputJSON:
-		return r.printJSON(w)
-	case OutputYAML:
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("encode report as YAML: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
-	case OutputMarkdown:
-		return r.printMarkdown(w)
-	case OutputHTML:
-		return r.printHTML(w)
-	default:
-		return r.printTable(w)
-	}
-}
-
-// writeFile writes the JSON report next to file and renames it into place, so that a reader never
-// sees half a report, and an earlier report stays until a new one is whole.
-func (r *Report) writeFile(file string) error {
-	return writeAtomically(file, r.printJSON)
-}
-
-// writeAtomically writes a file next to file with write, syncs it, renames it into place and
-// syncs the directory: a reader sees the old content or the new, whole, and so does a crash.
-func writeAtomically(file string, write func(io.Writer) error) error {
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing left to remove
-	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}
-
-func (r *Report) printJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// printTable prints a kubectl-like table, then one summary line and the errors, if any.
-func (r *Report) printTable(w io.Writer) error {
-	// The same tabwriter settings as kubectl's printers.
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	if len(r.Findings) == 0 {
-		fmt.Fprintln(tw, "No findings.")
-	} else {
-		fmt.Fprintln(tw, "RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
-		for _, row := range r.rows() {
-			f := r.Findings[row.finding]
-			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", f.Rule, indent(row.depth), f.Object.Kind, f.Object.namespacedName(), f.Action.typeName(), f.outcome(), f.Reason)
-		}
-	}
-	if len(r.Errors) > 0 {
-		fmt.Fprintln(tw, "\nSTAGE\tRULE\tRESOURCE\tERROR")
-		for _, e := range r.Errors {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.stage(), dash(e.Rule), dash(e.Resource), e.Message)
-		}
-	}
-	fmt.Fprintf(tw, "\n%s\n", r.summaryLine())
-	return tw.Flush()
-}
-
-func (r *Report) summaryLine() string {
-	s := r.Summary
-	errors := fmt.Sprintf("%d errors", len(r.Errors))
-	if s.Incomplete {
-		errors += " (incomplete: not everything could be listed)"
-	}
-	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %s;%s cluster %s, mode %s, %s.",
-		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, errors, r.stuckNamespacesLine(),
-		dash(r.Metadata.Cluster), r.Metadata.Mode, r.Metadata.EndTime.Sub(r.Metadata.StartTime.Time).Round(time.Millisecond))
-}
-
-// stuckNamespacesLine is " stuck namespaces by root cause: orphaned-finalizers 2, dead-apiservices 1;",
-// or nothing.
-func (r *Report) stuckNamespacesLine() string {
-	if len(r.Summary.StuckNamespaces) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, cause := range slices.Sorted(maps.Keys(r.Summary.StuckNamespaces)) {
-		parts = append(parts, fmt.Sprintf("%s %d", cause, r.Summary.StuckNamespaces[cause]))
-	}
-	return " stuck namespaces by root cause: " + strings.Join(parts, ", ") + ";"
-}
-
-// indent marks a row below the first of its chain: "└ " one level down, more for each further.
-func indent(depth int) string {
-	if depth == 0 {
-		return ""
-	}
-	return strings.Repeat("  ", depth-1) + "└ "
-}
-
-func (r *Report) printMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Sweep report\n\n%s\n\n", r.summaryLine())
-	fmt.Fprintf(&b, "| started | ended | version |\n|---|---|---|\n| %s | %s | %s |\n\n",
-		r.Metadata.StartTime.UTC().Format(time.RFC3339), r.Metadata.EndTime.UTC().Format(time.RFC3339), md(r.Metadata.Version))
-	b.WriteString("## Findings\n\n")
-	if len(r.Findings) == 0 {
-		b.WriteString("No findings.\n")
-	} else {
-		b.WriteString("| rule | severity | object | action | outcome | reason | evidence |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range r.rows() {
-			f := r.Findings[row.finding]
-			fmt.Fprintf(&b, "| %s | %s | %s%s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(f.Object.namespacedName()),
-				md(f.Action.typeName()), md(f.outcome()), md(f.Reason), md(strings.Join(f.Evidence, "; ")))
-		}
-	}
-	if len(r.Errors) > 0 {
-		b.WriteString("\n## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n")
-		for _, e := range r.Errors {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.stage(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return r.Summary.Failed > 0 || slices.ContainsFunc(r.Errors, func(e Error) bool { return e.Fatal })
 }
 
 // String names the object as the report's table does: "Kind namespace/name".
-func (o ObjectSummary) String() string { return o.Kind + " " + o.namespacedName() }
+func (o ObjectSummary) String() string { return o.Kind + " " + o.NamespacedName() }
 
-func (o ObjectSummary) namespacedName() string {
+// NamespacedName is "namespace/name", or "name" for a cluster-scoped object.
+func (o ObjectSummary) NamespacedName() string {
 	if o.Namespace == "" {
 		return o.Name
 	}
 	return o.Namespace + "/" + o.Name
 }
 
-func (a *ActionSummary) typeName() string {
+// TypeName is the action's type, or "-" for none.
+func (a *ActionSummary) TypeName() string {
 	if a == nil {
 		return "-"
 	}
 	return a.Type
 }
 
-func (f FindingResult) outcome() string {
-	switch {
-	case f.Outcome == "":
-		return "-"
-	case f.SkipReason != "" || f.FailReason != "":
-		return string(f.Outcome) + " (" + string(cmp.Or(f.SkipReason, f.FailReason)) + ")"
-	default:
-		return string(f.Outcome)
-	}
-}
-
-// stage names the stage, and says when the problem failed the run.
-func (e ReportError) stage() string {
-	if e.Fatal {
-		return e.Stage + " (fatal)"
-	}
-	return e.Stage
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// md escapes a table cell for Markdown.
-func md(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
-}
+// SweepStages are the stages every sweep goes through, in order; a run that notifies adds
+// StageNotify.
+func SweepStages() []string { return []string{StageInventory, StageObserve, StagePlan, StageApply} }

@@ -1,4 +1,4 @@
-package sweeper
+package report_test
 
 import (
 	"bytes"
@@ -10,54 +10,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
-
-	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-func testReport() *Report {
-	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	opts := DefaultOptions()
-	opts.Version, opts.Cluster = "v1.2.3", "prod"
-	r := newReport(start, opts)
-	r.Summary.Resources, r.Summary.Scanned = 3, 42
-	cm := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: "shop", Name: "a|b", UID: "u1"}
-	logging := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"}, Kind: "Logging", Name: "all", UID: "u2"}
-	grace := int64(0)
-	r.addFinding(rules.Finding{Rule: "stuck-terminating", Severity: rules.SeverityInfo, Object: cm, Reason: "terminating for 1h", Evidence: []string{"finalizers: x"}}, Result{})
-	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: logging, Reason: "operator gone",
-		Action: rules.RemoveFinalizers{Finalizers: []string{"x"}}}, Result{Outcome: OutcomeApplied})
-	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "pod lost",
-		Action: rules.Delete{GracePeriodSeconds: &grace}}, skipped(ReasonLimit, "--max-actions=1 reached"))
-	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "owner",
-		Action: rules.SetOwnerReferences{Remove: []types.UID{"old"}}}, failed(ReasonAPIError, "forbidden"))
-	r.addFinding(rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "dry",
-		Action: rules.RemoveFinalizers{Finalizers: []string{"y"}}}, Result{Outcome: OutcomeDryRun})
-	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"},
-		ReportError{Stage: StagePlan, Rule: "broken", Message: "rule panicked: boom", Fatal: true})
-	r.Metadata.EndTime.Time = start.Add(1500 * time.Millisecond)
-	return r
-}
-
 func TestReportSummary(t *testing.T) {
-	r := testReport()
-	assert.Equal(t, Summary{Resources: 3, Scanned: 42, Findings: 5, Planned: 1, Applied: 1, Failed: 1, Skipped: 1}, r.Summary)
+	r := reporttest.Sample()
+	assert.Equal(t, report.Summary{Resources: 3, Scanned: 42, Findings: 5, Planned: 1, Applied: 1, Failed: 1, Skipped: 1}, r.Summary)
 	assert.True(t, r.Failed(), "a failed action fails the run")
 
-	r = newReport(time.Now(), DefaultOptions())
-	r.Errors = append(r.Errors, ReportError{Stage: StageObserve, Resource: "pods", Message: "forbidden"})
+	r = reporttest.New(time.Now())
+	r.Errors = append(r.Errors, report.Error{Stage: report.StageObserve, Resource: "pods", Message: "forbidden"})
 	assert.False(t, r.Failed(), "a resource that could not be listed is a warning")
-	r.Errors = append(r.Errors, ReportError{Stage: StagePush, Message: "refused"})
+	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused"})
 	assert.False(t, r.Failed(), "a failed push is a warning, unless required")
-	r.Errors = append(r.Errors, ReportError{Stage: StageInventory, Message: "unreachable", Fatal: true})
+	r.Errors = append(r.Errors, report.Error{Stage: report.StageInventory, Message: "unreachable", Fatal: true})
 	assert.True(t, r.Failed(), "a failed stage fails the run")
-	assert.Equal(t, "inventory: unreachable", r.failure())
-	r.Errors = append(r.Errors, ReportError{Stage: StagePush, Message: "refused", Fatal: true})
-	assert.Equal(t, "inventory: unreachable; refused (--require-push)", r.failure())
 }
 
 func keys(t *testing.T, raw json.RawMessage) []string {
@@ -70,7 +41,7 @@ func keys(t *testing.T, raw json.RawMessage) []string {
 // TestReportJSONShape pins the report's contract: exactly these keys.
 func TestReportJSONShape(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, testReport().Print(&out, OutputJSON))
+	require.NoError(t, reporttest.Sample().Print(&out, report.JSON))
 	var doc map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	assert.Equal(t, []string{"apiVersion", "errors", "findings", "kind", "metadata", "summary"}, keys(t, out.Bytes()))
@@ -106,27 +77,27 @@ func TestReportJSONShape(t *testing.T) {
 	assert.Equal(t, []string{"fatal", "message", "rule", "stage"}, keys(t, errs[1]))
 
 	var empty bytes.Buffer
-	require.NoError(t, newReport(time.Now(), DefaultOptions()).Print(&empty, OutputJSON))
+	require.NoError(t, reporttest.New(time.Now()).Print(&empty, report.JSON))
 	assert.Contains(t, empty.String(), `"findings": []`, "empty lists are lists, not null")
 	assert.Contains(t, empty.String(), `"errors": []`)
 }
 
 func TestReportYAMLIsTheSameData(t *testing.T) {
 	var asJSON, asYAML bytes.Buffer
-	require.NoError(t, testReport().Print(&asJSON, OutputJSON))
-	require.NoError(t, testReport().Print(&asYAML, OutputYAML))
+	require.NoError(t, reporttest.Sample().Print(&asJSON, report.JSON))
+	require.NoError(t, reporttest.Sample().Print(&asYAML, report.YAML))
 	converted, err := yaml.YAMLToJSON(asYAML.Bytes())
 	require.NoError(t, err)
 	assert.JSONEq(t, asJSON.String(), string(converted))
 
-	var back Report
+	var back report.Report
 	require.NoError(t, yaml.UnmarshalStrict(asYAML.Bytes(), &back))
-	assert.Equal(t, testReport().Summary, back.Summary)
+	assert.Equal(t, reporttest.Sample().Summary, back.Summary)
 }
 
 func TestReportTable(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, testReport().Print(&out, OutputTable))
+	require.NoError(t, reporttest.Sample().Print(&out, report.Table))
 	assert.Equal(t, `RULE                KIND        NAMESPACE/NAME   ACTION               OUTCOME              REASON
 stuck-terminating   ConfigMap   shop/a|b         -                    -                    terminating for 1h
 orphans             Logging     all              RemoveFinalizers     applied              operator gone
@@ -142,13 +113,13 @@ plan (fatal)   broken   -          rule panicked: boom
 `, out.String())
 
 	out.Reset()
-	require.NoError(t, newReport(time.Now(), DefaultOptions()).Print(&out, OutputTable))
+	require.NoError(t, reporttest.New(time.Now()).Print(&out, report.Table))
 	assert.Contains(t, out.String(), "No findings.")
 }
 
 func TestReportMarkdown(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, testReport().Print(&out, OutputMarkdown))
+	require.NoError(t, reporttest.Sample().Print(&out, report.Markdown))
 	md := out.String()
 	assert.Contains(t, md, "# Sweep report\n")
 	assert.Contains(t, md, "| stuck-terminating | info | ConfigMap shop/a\\|b | - | - | terminating for 1h | finalizers: x |", "cells are escaped")
@@ -161,12 +132,12 @@ func TestReportWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.json")
 	require.NoError(t, os.WriteFile(file, []byte("old"), 0o600))
-	require.NoError(t, testReport().writeFile(file))
-	var back Report
+	require.NoError(t, reporttest.Sample().WriteFile(file))
+	var back report.Report
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &back))
-	assert.Equal(t, testReport().Summary, back.Summary)
+	assert.Equal(t, reporttest.Sample().Summary, back.Summary)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "no temporary file left behind")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -102,7 +103,7 @@ func TestBlamedWebhook(t *testing.T) {
 		{`admission webhook "shared.example.com" denied the request: no`, `admission webhook "shared.example.com" denied the request: no`, false}, // two have it
 	}
 	for _, tt := range tests {
-		res := failed(ReasonAPIError, "%s", tt.detail)
+		res := Failed(report.ReasonAPIError, "%s", tt.detail)
 		blamed(view, &res)
 		assert.Equal(t, tt.want, res.Detail)
 		if tt.blamed {

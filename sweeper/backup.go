@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,71 +22,28 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// PreImage is an object as it was read right before the sweeper wrote to it: what restore brings
-// back.
-type PreImage struct {
-	// Resource is the object's resource by its plural name ("clusterroles"); the object's
-	// apiVersion gives its group and version.
-	Resource string `json:"resource"`
-	// Object is the object without status and what the API server sets (uid, resourceVersion,
-	// managedFields, creationTimestamp, generation, deletionTimestamp).
-	Object *unstructured.Unstructured `json:"object"`
-	// Instances are, for a CustomResourceDefinition that was deleted, its custom resources, which
-	// went with it, in the same form.
-	Instances []*unstructured.Unstructured `json:"instances,omitempty"`
-}
-
-// preImage is obj as it is kept before a write: without status and what the server sets.
-func preImage(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	out := obj.DeepCopy()
-	delete(out.Object, "status")
-	for _, field := range []string{"uid", "resourceVersion", "managedFields", "creationTimestamp", "generation",
-		"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
-		unstructured.RemoveNestedField(out.Object, "metadata", field)
-	}
-	return out
-}
-
-// The identity of a backup file.
-const (
-	BackupAPIVersion = ReportAPIVersion
-	BackupKind       = "SweepBackup"
-)
-
-// BackupRecord is one file of --backup-dir: a write the sweeper was about to make, with the
-// pre-image of its object, and, once known, its outcome. A record without an outcome is of a run
-// that ended before the write's answer: restore judges it by the object as it is.
-type BackupRecord struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Cluster and StartTime say which run wrote it.
-	Cluster   string      `json:"cluster"`
-	StartTime metav1.Time `json:"startTime"`
-	// Finding is the finding whose action the write carries out, with its pre-image in before.
-	Finding FindingResult `json:"finding"`
-}
-
-// runDirPrefix starts the name of each run's directory under --backup-dir; nothing else there is
+// RunDirPrefix starts the name of each run's directory under --backup-dir; nothing else there is
 // pruned.
-const runDirPrefix = "run-"
+const RunDirPrefix = "run-"
 
-// backupDir keeps the pre-images of a run's writes under --backup-dir, in a directory of its own
+// BackupDir keeps the pre-images of a run's writes under --backup-dir, in a directory of its own
 // (run-<start time>-<random>), one file per object, written and synced before the write. The
 // directory is created at the first write.
-type backupDir struct {
-	root      string
-	cluster   string
-	startTime time.Time
+type BackupDir struct {
+	// Root is --backup-dir; Cluster and StartTime say which run the records are of.
+	Root      string
+	Cluster   string
+	StartTime time.Time
 	dir       string
 	files     int
 }
 
-// keep writes the record of a write about to be made, and syncs it; file, if not empty, is the
+// Keep writes the record of a write about to be made, and syncs it; file, if not empty, is the
 // record of the same action written before (an earlier attempt, or before its outcome was known),
 // which this one replaces. It returns the record's file.
-func (b *backupDir) keep(rec FindingResult, file string) (string, error) {
+func (b *BackupDir) Keep(rec report.FindingResult, file string) (string, error) {
 	if b.dir == "" {
-		dir, err := os.MkdirTemp(b.root, runDirPrefix+b.startTime.UTC().Format("20060102T150405Z")+"-*")
+		dir, err := os.MkdirTemp(b.Root, RunDirPrefix+b.StartTime.UTC().Format("20060102T150405Z")+"-*")
 		if err != nil {
 			return "", fmt.Errorf("create the run's backup directory: %w", err)
 		}
@@ -99,9 +57,9 @@ func (b *backupDir) keep(rec FindingResult, file string) (string, error) {
 }
 
 // write replaces file with rec, durably (writeAtomically).
-func (b *backupDir) write(file string, rec FindingResult) error {
-	record := BackupRecord{APIVersion: BackupAPIVersion, Kind: BackupKind, Cluster: b.cluster, StartTime: metav1.NewTime(b.startTime), Finding: rec}
-	err := writeAtomically(file, func(w io.Writer) error {
+func (b *BackupDir) write(file string, rec report.FindingResult) error {
+	record := report.BackupRecord{APIVersion: report.BackupAPIVersion, Kind: report.BackupKind, Cluster: b.Cluster, StartTime: metav1.NewTime(b.StartTime), Finding: rec}
+	err := report.WriteAtomically(file, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(record)
@@ -115,7 +73,7 @@ func (b *backupDir) write(file string, rec FindingResult) error {
 var unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
 // fileSafe names an object in a file name: kind.group-namespace-name.
-func fileSafe(obj ObjectSummary) string {
+func fileSafe(obj report.ObjectSummary) string {
 	parts := []string{strings.ToLower(obj.Kind)}
 	if group := schema.FromAPIVersionAndKind(obj.APIVersion, obj.Kind).Group; group != "" {
 		parts[0] += "." + group
@@ -140,7 +98,7 @@ func pruneBackups(root string, cutoff time.Time) (removed int, err error) {
 	}
 	var errs []error
 	for _, run := range runs {
-		if !run.IsDir() || !strings.HasPrefix(run.Name(), runDirPrefix) {
+		if !run.IsDir() || !strings.HasPrefix(run.Name(), RunDirPrefix) {
 			continue
 		}
 		dir := filepath.Join(root, run.Name())
@@ -203,7 +161,7 @@ func customResources(ctx context.Context, client dynamic.Interface, crd *unstruc
 		if !ok {
 			return fmt.Errorf("list %s: got %T", gvr, obj)
 		}
-		items = append(items, preImage(u))
+		items = append(items, report.Image(u))
 		return nil
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -101,7 +102,7 @@ func TestPreImage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := &unstructured.Unstructured{Object: tt.in}
 			original := in.DeepCopy()
-			got := preImage(in)
+			got := report.Image(in)
 			assert.Equal(t, tt.want, got.Object)
 			assert.Equal(t, original, in, "the object read must not be modified: the caller still uses it")
 		})
@@ -109,29 +110,29 @@ func TestPreImage(t *testing.T) {
 }
 
 // backupRecordFor is a finding as the applier keeps it before a write.
-func backupRecordFor(name string, outcome Outcome) FindingResult {
+func backupRecordFor(name string, outcome report.Outcome) report.FindingResult {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/cleanup"}},
 		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}},
 	}}
-	return FindingResult{
+	return report.FindingResult{
 		Rule:     "orphaned-finalizers",
 		Severity: rules.SeverityWarning,
-		Object:   ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: types.UID("uid-" + name)},
+		Object:   report.ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: types.UID("uid-" + name)},
 		Reason:   "its operator is gone",
 		Evidence: []string{"no deployment of the operator"},
-		Action:   &ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
+		Action:   &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
 		Outcome:  outcome,
-		Before:   &PreImage{Resource: "clusterroles", Object: obj},
+		Before:   &report.PreImage{Resource: "clusterroles", Object: obj},
 	}
 }
 
-func readBackupRecord(t *testing.T, file string) BackupRecord {
+func readBackupRecord(t *testing.T, file string) report.BackupRecord {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
-	var rec BackupRecord
+	var rec report.BackupRecord
 	require.NoError(t, json.Unmarshal(data, &rec))
 	return rec
 }
@@ -151,10 +152,10 @@ func TestBackupDirKeep(t *testing.T) {
 	// A start time outside UTC: the directory is named by its UTC time all the same.
 	start := time.Date(2026, 11, 23, 13, 4, 5, 0, time.FixedZone("CET", 3600))
 	root := t.TempDir()
-	b := &backupDir{root: root, cluster: "prod", startTime: start}
+	b := &BackupDir{Root: root, Cluster: "prod", StartTime: start}
 
 	first := backupRecordFor("system:foo", "")
-	file, err := b.keep(first, "")
+	file, err := b.Keep(first, "")
 	require.NoError(t, err)
 
 	runs := dirNames(t, root)
@@ -163,15 +164,15 @@ func TestBackupDirKeep(t *testing.T) {
 	assert.Equal(t, filepath.Join(root, runs[0], "000001-"+fileSafe(first.Object)+".json"), file)
 
 	rec := readBackupRecord(t, file)
-	assert.Equal(t, BackupAPIVersion, rec.APIVersion)
-	assert.Equal(t, BackupKind, rec.Kind)
+	assert.Equal(t, report.BackupAPIVersion, rec.APIVersion)
+	assert.Equal(t, report.BackupKind, rec.Kind)
 	assert.Equal(t, "prod", rec.Cluster)
 	assert.True(t, rec.StartTime.Time.Equal(start), "startTime %s, want %s", rec.StartTime, start)
 	assert.Equal(t, first, rec.Finding)
 
 	t.Run("the same file again replaces it", func(t *testing.T) {
-		second := backupRecordFor("system:foo", OutcomeApplied)
-		again, err := b.keep(second, file)
+		second := backupRecordFor("system:foo", report.OutcomeApplied)
+		again, err := b.Keep(second, file)
 		require.NoError(t, err)
 		assert.Equal(t, file, again)
 		assert.Equal(t, []string{filepath.Base(file)}, dirNames(t, filepath.Dir(file)), "one file, and no temporary file left")
@@ -179,8 +180,8 @@ func TestBackupDirKeep(t *testing.T) {
 	})
 
 	t.Run("a new record gets the next number", func(t *testing.T) {
-		third := backupRecordFor("other", OutcomeApplied)
-		next, err := b.keep(third, "")
+		third := backupRecordFor("other", report.OutcomeApplied)
+		next, err := b.Keep(third, "")
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(filepath.Dir(file), "000002-"+fileSafe(third.Object)+".json"), next)
 		assert.Len(t, dirNames(t, root), 1, "the run keeps its one directory")
@@ -196,7 +197,7 @@ func TestBackupDirKeep(t *testing.T) {
 		readOnly := t.TempDir()
 		require.NoError(t, os.Chmod(readOnly, 0o500))
 		t.Cleanup(func() { _ = os.Chmod(readOnly, 0o700) }) // so that TempDir can remove it
-		_, err := (&backupDir{root: readOnly, startTime: start}).keep(backupRecordFor("x", ""), "")
+		_, err := (&BackupDir{Root: readOnly, StartTime: start}).Keep(backupRecordFor("x", ""), "")
 		require.Error(t, err)
 		assert.Empty(t, dirNames(t, readOnly))
 	})
@@ -206,27 +207,27 @@ func TestFileSafe(t *testing.T) {
 	long := strings.Repeat("a", 253)
 	tests := []struct {
 		name string
-		obj  ObjectSummary
+		obj  report.ObjectSummary
 		want string
 	}{
 		{
 			name: "cluster-scoped, with a group and a colon in the name",
-			obj:  ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "system:foo"},
+			obj:  report.ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "system:foo"},
 			want: "clusterrole.rbac.authorization.k8s.io-system_foo",
 		},
 		{
 			name: "namespaced, core group",
-			obj:  ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg.v2"},
+			obj:  report.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg.v2"},
 			want: "configmap-shop-cfg.v2",
 		},
 		{
 			name: "a run of unsafe characters becomes one underscore",
-			obj:  ObjectSummary{APIVersion: "acme.io/v1", Kind: "Widget", Namespace: "shop", Name: "a::b @c/../d"},
+			obj:  report.ObjectSummary{APIVersion: "acme.io/v1", Kind: "Widget", Namespace: "shop", Name: "a::b @c/../d"},
 			want: "widget.acme.io-shop-a_b_c_.._d",
 		},
 		{
 			name: "cut at 200 characters",
-			obj:  ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: long},
+			obj:  report.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: long},
 			want: ("configmap-shop-" + long)[:200],
 		},
 	}

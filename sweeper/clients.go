@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/client-go/discovery"
@@ -78,21 +79,32 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// NewClients builds the clients from a copy of config, set to the options' QPS, Burst and the
-// User-Agent operator-sweeper/<version>. Each request is bounded by --request-timeout, and reads
+// ClientConfig is how the clients talk to the API server.
+type ClientConfig struct {
+	// QPS and Burst bound the request rate.
+	QPS   float32
+	Burst int
+	// RequestTimeout bounds each attempt of a request; a read that times out is tried again.
+	RequestTimeout time.Duration
+	// Version is the sweeper's, for the User-Agent.
+	Version string
+}
+
+// NewClients builds the clients from a copy of config, set to cc's QPS and Burst and the
+// User-Agent operator-sweeper/<version>. Each request is bounded by cc.RequestTimeout, and reads
 // are tried again on transient failures (see retryingTransport). API warnings (deprecated
 // versions, …) go to the logger at debug level instead of cluttering standard error. The answers
 // set the server's Clock.
-func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Clients, error) {
+func NewClients(config *rest.Config, cc ClientConfig, logger *slog.Logger) (*Clients, error) {
 	cfg := rest.CopyConfig(config)
-	cfg.QPS = opts.QPS
-	cfg.Burst = opts.Burst
-	cfg.UserAgent = "operator-sweeper/" + opts.Version
+	cfg.QPS = cc.QPS
+	cfg.Burst = cc.Burst
+	cfg.UserAgent = "operator-sweeper/" + cc.Version
 	cfg.WarningHandlerWithContext = warningLogger{logger}
 	serverClock := &serverClock{}
 	cfg.Wrap(serverClock.wrap)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return newRetryingTransport(rt, opts.RequestTimeout.Duration, logger)
+		return newRetryingTransport(rt, cc.RequestTimeout, logger)
 	})
 
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -110,6 +122,11 @@ func NewClients(config *rest.Config, opts Options, logger *slog.Logger) (*Client
 	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, serverClock: serverClock}, nil
 }
 
+// Writer is the writer of these clients, sending in mode, as fieldManager.
+func (c *Clients) Writer(mode report.DryRunMode, fieldManager string) Writer {
+	return Writer{Metadata: c.Metadata, Dynamic: c.Dynamic, Mode: mode, FieldManager: fieldManager}
+}
+
 // Ping asks the server for its version, so that a wrong address or rejected credentials are
 // reported once, as bad input, before any work is done. Any answer from the server counts as
 // reachable. The error says which part of the kubeconfig to look at: its credentials (rejected, or
@@ -124,17 +141,17 @@ func (c *Clients) Ping(ctx context.Context, host string) error {
 	case err == nil:
 		return nil
 	case apierrors.IsUnauthorized(err):
-		return inputErrorf("the API server at %s rejected the kubeconfig's credentials: %w", host, err)
+		return InputErrorf("the API server at %s rejected the kubeconfig's credentials: %w", host, err)
 	case errors.As(err, &status):
 		return nil
 	case errors.As(err, &untrusted):
-		return inputErrorf("the kubeconfig's certificate-authority does not vouch for the API server at %s: %w", host, err)
+		return InputErrorf("the kubeconfig's certificate-authority does not vouch for the API server at %s: %w", host, err)
 	case unreachable(err):
-		return inputErrorf("cannot reach the API server at %s: %w", host, err)
+		return InputErrorf("cannot reach the API server at %s: %w", host, err)
 	default:
 		// Neither an answer nor a network failure: the request was never sent, for want of
 		// something the kubeconfig gives, such as the credentials of its exec plugin.
-		return inputErrorf("kubeconfig: no request could be sent to the API server at %s: %w", host, err)
+		return InputErrorf("kubeconfig: no request could be sent to the API server at %s: %w", host, err)
 	}
 }
 
@@ -169,7 +186,7 @@ func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 		case err == nil:
 			return cfg, "in-cluster", nil
 		case !errors.Is(err, rest.ErrNotInCluster):
-			return nil, "", inputErrorf("in-cluster config: %w", err)
+			return nil, "", InputErrorf("in-cluster config: %w", err)
 		}
 	}
 
@@ -178,23 +195,23 @@ func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	raw, err := loader.RawConfig()
 	if err != nil {
-		return nil, "", inputErrorf("kubeconfig: %w", err)
+		return nil, "", InputErrorf("kubeconfig: %w", err)
 	}
 	cfg, err := loader.ClientConfig()
 	switch {
 	// clientcmd's own message for an empty config sends the user to KUBERNETES_MASTER; say
 	// instead which file, or which $KUBECONFIG (whose missing files clientcmd skips), has nothing.
 	case clientcmd.IsEmptyConfig(err) && kubeconfig != "" && len(raw.Clusters) > 0:
-		return nil, "", inputErrorf("--%s %s has no current-context: set it, or pass --%s", FlagKubeconfig, kubeconfig, FlagContext)
+		return nil, "", InputErrorf("--kubeconfig %s has no current-context: set it, or pass --context", kubeconfig)
 	case clientcmd.IsEmptyConfig(err) && kubeconfig != "":
-		return nil, "", inputErrorf("--%s %s defines no cluster: is it a kubeconfig file?", FlagKubeconfig, kubeconfig)
+		return nil, "", InputErrorf("--kubeconfig %s defines no cluster: is it a kubeconfig file?", kubeconfig)
 	case clientcmd.IsEmptyConfig(err) && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
-		return nil, "", inputErrorf("$%s %s defines no cluster: its files are missing or empty", clientcmd.RecommendedConfigPathEnvVar,
+		return nil, "", InputErrorf("$%s %s defines no cluster: its files are missing or empty", clientcmd.RecommendedConfigPathEnvVar,
 			os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
 	case clientcmd.IsEmptyConfig(err):
-		return nil, "", inputErrorf("no kubeconfig found and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
+		return nil, "", InputErrorf("no kubeconfig found and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
 	case err != nil:
-		return nil, "", inputErrorf("kubeconfig: %w", err)
+		return nil, "", InputErrorf("kubeconfig: %w", err)
 	}
 	if err := checkTLSFiles(cfg); err != nil {
 		return nil, "", err
@@ -216,7 +233,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 		}
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, inputErrorf("kubeconfig: %s %s: %w", field, file, err)
+			return nil, InputErrorf("kubeconfig: %s %s: %w", field, file, err)
 		}
 		return data, nil
 	}
@@ -225,7 +242,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 		return err
 	}
 	if len(ca) > 0 && !x509.NewCertPool().AppendCertsFromPEM(ca) {
-		return inputErrorf("kubeconfig: certificate-authority %s holds no PEM certificate", cmp.Or(cfg.CAFile, "(data)"))
+		return InputErrorf("kubeconfig: certificate-authority %s holds no PEM certificate", cmp.Or(cfg.CAFile, "(data)"))
 	}
 	cert, err := read("client-certificate", cfg.CertFile, cfg.CertData)
 	if err != nil {
@@ -237,7 +254,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 	}
 	if len(cert) > 0 || len(key) > 0 {
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
-			return inputErrorf("kubeconfig: client-certificate and client-key: %w", err)
+			return InputErrorf("kubeconfig: client-certificate and client-key: %w", err)
 		}
 	}
 	return nil

@@ -87,8 +87,7 @@ func TestServerClockKeepsItsOffset(t *testing.T) {
 func TestTooYoung(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	start := now.Add(-time.Minute)
-	opts := DefaultOptions()
-	e := &Engine{Options: opts, Clock: clocktesting.NewFakePassiveClock(now)}
+	e := &Engine{Config: Config{MinAge: 10 * time.Minute}, Clock: clocktesting.NewFakePassiveClock(now)}
 	object := func(name string, created time.Time) *rules.Object {
 		return &rules.Object{Resource: &rules.ConfigMaps, Meta: rules.Meta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(created)}}
 	}
@@ -110,7 +109,7 @@ func TestTooYoung(t *testing.T) {
 		assert.Equal(t, tt.want != "", tooYoung, "%s %s", tt.obj.Name, tt.action.Type())
 		assert.Equal(t, tt.want, why)
 	}
-	e.Options.MinAge.Duration = 0
+	e.Config.MinAge = 0
 	tooYoung, why := e.tooYoung(view, start, rules.Finding{Object: meanwhile.Ref(), Action: rules.Delete{}})
 	assert.True(t, tooYoung, "--min-age=0s still never deletes what was created after the sweep began: %s", why)
 }

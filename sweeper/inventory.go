@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -23,7 +24,7 @@ type inventory struct {
 	unlisted []schema.GroupResource
 	// undiscovered are the API groups whose discovery failed.
 	undiscovered []string
-	problems     []ReportError
+	problems     []report.Error
 }
 
 // inventory returns the resources to walk: the server's preferred version of every resource that
@@ -38,18 +39,18 @@ func (e *Engine) inventory(ctx context.Context) (inventory, error) {
 	case errors.As(err, &failed):
 		for gv, gerr := range failed.Groups {
 			inv.undiscovered = append(inv.undiscovered, gv.Group)
-			inv.problems = append(inv.problems, ReportError{Stage: StageInventory, Resource: gv.String(), Message: gerr.Error()})
+			inv.problems = append(inv.problems, report.Error{Stage: report.StageInventory, Resource: gv.String(), Message: gerr.Error()})
 		}
-		slices.SortFunc(inv.problems, func(a, b ReportError) int { return cmp.Compare(a.Resource, b.Resource) })
+		slices.SortFunc(inv.problems, func(a, b report.Error) int { return cmp.Compare(a.Resource, b.Resource) })
 	case err != nil:
 		return inv, fmt.Errorf("discover the server's API resources: %w", err)
 	}
 
-	include, exclude := patterns(e.Options.IncludeResources), patterns(e.Options.ExcludeResources)
+	include, exclude := patterns(e.Config.IncludeResources), patterns(e.Config.ExcludeResources)
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
-			inv.problems = append(inv.problems, ReportError{Stage: StageInventory, Resource: list.GroupVersion, Message: err.Error()})
+			inv.problems = append(inv.problems, report.Error{Stage: report.StageInventory, Resource: list.GroupVersion, Message: err.Error()})
 			continue
 		}
 		for _, r := range list.APIResources {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -103,7 +104,7 @@ func TestInventory(t *testing.T) {
 		wantResources []string
 		wantUnlisted  []schema.GroupResource
 		wantGroups    []string
-		wantProblems  []ReportError
+		wantProblems  []report.Error
 		wantErr       string
 	}{
 		{
@@ -124,13 +125,13 @@ func TestInventory(t *testing.T) {
 			discovery:     preferredResources{lists: []*metav1.APIResourceList{apps}, err: metricsDown},
 			wantResources: []string{"deployments.apps"},
 			wantGroups:    []string{"metrics.k8s.io"},
-			wantProblems:  []ReportError{{Stage: StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
+			wantProblems:  []report.Error{{Stage: report.StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
 		},
 		{
 			name:         "every group failed",
 			discovery:    preferredResources{err: metricsDown},
 			wantGroups:   []string{"metrics.k8s.io"},
-			wantProblems: []ReportError{{Stage: StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
+			wantProblems: []report.Error{{Stage: report.StageInventory, Resource: "metrics.k8s.io/v1beta1", Message: "the server is currently unable to handle the request"}},
 			wantErr:      "discover the server's API resources: every API group failed",
 		},
 		{
@@ -141,9 +142,8 @@ func TestInventory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := DefaultOptions()
-			opts.IncludeResources, opts.ExcludeResources = tt.include, tt.exclude
-			e := &Engine{Options: opts, Clients: &Clients{Discovery: tt.discovery}}
+			cfg := Config{IncludeResources: tt.include, ExcludeResources: tt.exclude}
+			e := &Engine{Config: cfg, Clients: &Clients{Discovery: tt.discovery}}
 			inv, err := e.inventory(context.Background())
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -47,8 +48,8 @@ type listResult struct {
 // ownerReferences, deletionTimestamp: no spec or status bytes), except for what rules read in
 // full (content): those objects come from the dynamic client, trimmed to the fields the rules
 // read. A list that fails is reported, the view records it, and the run goes on.
-func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]contentPlan) (*rules.View, []ReportError, error) {
-	filter := namespaceFilter{include: e.Options.IncludeNamespaces, exclude: e.Options.ExcludeNamespaces}
+func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]contentPlan) (*rules.View, []report.Error, error) {
+	filter := namespaceFilter{include: e.Config.IncludeNamespaces, exclude: e.Config.ExcludeNamespaces}
 	tasks, walked, err := e.listTasks(ctx, inv.resources, filter, content)
 	if err != nil {
 		return nil, nil, err
@@ -58,7 +59,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	progress := newProgress(e.Progress, len(tasks))
 	stop := progress.show(ctx)
 	var g errgroup.Group
-	g.SetLimit(e.Options.Concurrency)
+	g.SetLimit(e.Config.Concurrency)
 	for i, task := range tasks {
 		g.Go(func() error {
 			results[i] = e.list(ctx, task, filter)
@@ -74,7 +75,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 		coverage.Partial = []schema.GroupResource{rules.Namespaces.GroupResource()} // filtered by name
 	}
 	var objects []*rules.Object
-	var problems []ReportError
+	var problems []report.Error
 	// Objects listed in full by selector replace their metadata.
 	full := map[types.UID]*rules.Object{}
 	for i, res := range results {
@@ -88,7 +89,7 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 		if res.err != nil {
 			task := tasks[i]
 			coverage.Failed = append(coverage.Failed, task.resource.GroupResource())
-			problems = append(problems, ReportError{Stage: StageObserve, Resource: task.String(), Message: res.err.Error()})
+			problems = append(problems, report.Error{Stage: report.StageObserve, Resource: task.String(), Message: res.err.Error()})
 		}
 	}
 	for i, obj := range objects {
@@ -133,7 +134,7 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 	}
 
 	var tasks []listTask
-	shard := e.Options.shard()
+	shard := e.Config.Shard
 	for _, r := range resources {
 		sharding := shard.plan(r)
 		if sharding == listedElsewhere {
@@ -167,7 +168,7 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 
 // shardCoverage says what the run's shard left to the others, nil for a whole sweep.
 func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage {
-	shard := e.Options.shard()
+	shard := e.Config.Shard
 	if !shard.sharded() {
 		return nil
 	}
@@ -186,7 +187,7 @@ func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage 
 func (e *Engine) namespaces(ctx context.Context) ([]string, error) {
 	var names []string
 	client := e.Clients.Metadata.Resource(rules.Namespaces.GroupVersionResource)
-	err := newPager(client.List, e.Options.PageSize).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+	err := newPager(client.List, e.Config.PageSize).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		names = append(names, obj.(*metav1.PartialObjectMetadata).Name)
 		return nil
 	})
@@ -209,7 +210,7 @@ func newPager[L runtime.Object](list func(context.Context, metav1.ListOptions) (
 // namespaces created after they were resolved and Namespace objects themselves.
 func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter) listResult {
 	var res listResult
-	shard := e.Options.shard()
+	shard := e.Config.Shard
 	add := func(obj *rules.Object) {
 		scope := namespaceOf(task.resource.GroupVersionResource, obj.Namespace, obj.Name)
 		if (scope == "" || filter.allows(scope)) && (!task.ownNamespacesOnly || shard.ownsNamespace(scope)) {
@@ -222,7 +223,7 @@ func (e *Engine) list(ctx context.Context, task listTask, filter namespaceFilter
 	}
 	listAll := func() error {
 		res.objects = nil
-		return eachObject(ctx, e.Clients, e.Options.PageSize, task, opts, add)
+		return eachObject(ctx, e.Clients, e.Config.PageSize, task, opts, add)
 	}
 	res.err = listAll()
 	if apierrors.IsResourceExpired(res.err) || apierrors.IsGone(res.err) {

@@ -3,6 +3,7 @@ package sweeper
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
@@ -12,16 +13,12 @@ func WalkPolicyRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"list"}}}
 }
 
-// PolicyRules are what a run with these options needs beyond the walk: nothing under
+// PolicyRules are what a sweep with these rules needs in mode, beyond the walk: nothing under
 // --dry-run=client; the enabled rules' writes under --dry-run=server (a server-side dry run is
 // authorized like the write); and, applying, create on the Events it records.
-func (o Options) PolicyRules() ([]rbacv1.PolicyRule, error) {
-	if o.DryRun == DryRunClient {
-		return nil, nil
-	}
-	ruleSet, err := o.RuleSet()
-	if err != nil {
-		return nil, err
+func PolicyRules(ruleSet []rules.Rule, mode report.DryRunMode) []rbacv1.PolicyRule {
+	if mode == report.DryRunClient {
+		return nil
 	}
 	var policy []rbacv1.PolicyRule
 	for _, rule := range ruleSet {
@@ -29,8 +26,8 @@ func (o Options) PolicyRules() ([]rbacv1.PolicyRule, error) {
 			policy = append(policy, authorized.PolicyRules()...)
 		}
 	}
-	if o.DryRun == DryRunNone && len(policy) > 0 {
+	if mode == report.DryRunNone && len(policy) > 0 {
 		policy = append(policy, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}})
 	}
-	return policy, nil
+	return policy
 }

@@ -142,7 +142,7 @@ type attemptTimeoutError struct {
 }
 
 func (e *attemptTimeoutError) Error() string {
-	return "no answer within --" + FlagRequestTimeout + "=" + e.timeout.String() + ": " + e.err.Error()
+	return "no answer within --request-timeout=" + e.timeout.String() + ": " + e.err.Error()
 }
 
 func (e *attemptTimeoutError) Unwrap() error { return e.err }

@@ -155,6 +155,6 @@ func TestRetryingTransportNamesOnlyRealTimeouts(t *testing.T) {
 
 	_, err = rt.RoundTrip(req)
 	require.Error(t, err)
-	assert.NotContains(t, err.Error(), FlagRequestTimeout)
+	assert.NotContains(t, err.Error(), "request-timeout")
 	assert.Contains(t, err.Error(), "refused")
 }

@@ -39,6 +39,15 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
+// Errors a command returns after the report was printed, when the exit status must say more than
+// "done".
+var (
+	// errIncomplete means a stage or an action failed; the report says which.
+	errIncomplete = errors.New("sweep incomplete")
+	// errFindings means findings are present and --fail-on-findings is set.
+	errFindings = errors.New("findings present")
+)
+
 // commandName is how the user called the binary, for its usage: "operator-sweeper", or, run by
 // kubectl as the plugin kubectl-sweeper, "kubectl sweeper" (kubectl maps "_" in a plugin's file
 // name to "-").
@@ -50,29 +59,18 @@ func commandName(argv0 string) string {
 	return "operator-sweeper"
 }
 
-// run is main without the process: flags → Options → sweeper.Run (or sweeper.Explain, or
-// sweeper.Restore) → exit code. command is how the user called it, for the usage.
-func run(ctx context.Context, command string, args []string, stdout, stderr io.Writer) int {
-	usage := fmt.Sprintf("Usage: %[1]s [flags]\n       %[1]s explain TYPE/NAME [-n NAMESPACE] [flags]\n       %[1]s restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]", command)
-	streams := sweeper.Streams{Out: stdout, Err: stderr}
-	var opts sweeper.Options
-	var fs *pflag.FlagSet
-	var err error
-	var sweep func(sweeper.Options) error
-	var target sweeper.Target
-	var src sweeper.RestoreSource
-	var explain, restore bool
-	if opts, target, fs, explain, err = parseExplain(args); explain {
-		sweep = func(opts sweeper.Options) error { return sweeper.Explain(ctx, opts, target, streams) }
-	} else if opts, src, fs, restore, err = parseRestore(args); restore {
-		sweep = func(opts sweeper.Options) error { return sweeper.Restore(ctx, opts, src, streams) }
-	} else {
-		opts, fs, err = parseOptions(args)
-		sweep = func(opts sweeper.Options) error { return sweeper.Run(ctx, opts, streams) }
-	}
+// streams are where a command writes: the report to out, logs to err.
+type streams struct {
+	out, err io.Writer
+}
+
+// run is main without the process: the command line → its command's options → the command →
+// exit code. name is how the user called the binary, for the usage.
+func run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	cmd, opts, fs, err := parse(args)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "%s\n\n%s", usage, fs.FlagUsages())
+		fmt.Fprintf(stdout, "%s\n\n%s", usage(name), fs.FlagUsages())
 		return exitOK
 	case errors.Is(err, errVersion):
 		fmt.Fprintf(stdout, "operator-sweeper %s (commit %s)\n", version, commit)
@@ -83,7 +81,7 @@ func run(ctx context.Context, command string, args []string, stdout, stderr io.W
 	}
 	opts.Version = version
 
-	err = sweep(opts)
+	err = cmd.run(ctx, opts, streams{out: stdout, err: stderr})
 	if err == nil {
 		return exitOK
 	}
@@ -92,7 +90,7 @@ func run(ctx context.Context, command string, args []string, stdout, stderr io.W
 	switch {
 	case errors.As(err, &input):
 		return exitInput
-	case errors.Is(err, sweeper.ErrFindings):
+	case errors.Is(err, errFindings):
 		return exitFindings
 	default:
 		return exitFailed

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -128,28 +130,28 @@ func TestVersionAndHelp(t *testing.T) {
 
 func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	config := writeFile(t, "config.yaml", "dry-run: none\nmax-actions: 7\npage-size: 20\nexclude-namespaces: [a]\n")
-	opts, _, err := parseOptions([]string{"--config", config, "--max-actions=3", "--exclude-namespaces=b,c"})
+	_, opts, _, err := parse([]string{"--config", config, "--max-actions=3", "--exclude-namespaces=b,c"})
 	require.NoError(t, err)
-	assert.Equal(t, sweeper.DryRunNone, opts.DryRun, "from the file")
+	assert.Equal(t, report.DryRunNone, opts.DryRun, "from the file")
 	assert.Equal(t, int64(20), opts.PageSize, "from the file")
 	assert.Equal(t, 3, opts.MaxActions, "the flag wins")
 	assert.Equal(t, []string{"b", "c"}, opts.ExcludeNamespaces, "the flag replaces the file's list")
-	assert.Equal(t, sweeper.DefaultOptions().Timeout, opts.Timeout, "what neither sets keeps its default")
+	assert.Equal(t, options.Default().Timeout, opts.Timeout, "what neither sets keeps its default")
 
-	opts, _, err = parseOptions(nil)
+	_, opts, _, err = parse(nil)
 	require.NoError(t, err)
-	assert.Equal(t, sweeper.DefaultOptions(), opts)
+	assert.Equal(t, options.Default(), *opts)
 }
 
 // TestAFailedStartKeepsTheLastReport: a run that cannot even reach the server leaves the previous
 // --report-file as it was.
 func TestAFailedStartKeepsTheLastReport(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	report := writeFile(t, "report.json", `{"kind":"SweepReport"}`)
+	reportFile := writeFile(t, "report.json", `{"kind":"SweepReport"}`)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), "operator-sweeper", []string{"--kubeconfig", writeFile(t, "kubeconfig", unreachableKubeconfig), "--report-file", report}, &stdout, &stderr)
+	code := run(context.Background(), "operator-sweeper", []string{"--kubeconfig", writeFile(t, "kubeconfig", unreachableKubeconfig), "--report-file", reportFile}, &stdout, &stderr)
 	assert.Equal(t, exitInput, code)
-	data, err := os.ReadFile(report)
+	data, err := os.ReadFile(reportFile)
 	require.NoError(t, err)
 	assert.Equal(t, `{"kind":"SweepReport"}`, string(data))
 }
@@ -167,4 +169,74 @@ func TestCommandName(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, exitOK, run(context.Background(), "kubectl sweeper", []string{"--help"}, &stdout, &stderr))
 	assert.Contains(t, stdout.String(), "Usage: kubectl sweeper [flags]\n       kubectl sweeper explain TYPE/NAME")
+}
+
+// TestEachCommandTakesOnlyItsFlags: a flag of another command is bad input that names the flag and
+// who takes it, before anything is read or contacted.
+func TestEachCommandTakesOnlyItsFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"restore", "--from", "r.json", "--require-notify"}, "restore does not take --require-notify: it is a flag of the sweep"},
+		{[]string{"--require-notify", "restore", "--from", "r.json"}, "restore does not take --require-notify: it is a flag of the sweep"},
+		{[]string{"restore", "--from", "r.json", "--pushgateway-url=http://pg:9091"}, "restore does not take --pushgateway-url: it is a flag of the sweep"},
+		{[]string{"restore", "--from", "r.json", "--rules=olm-rbac"}, "restore does not take --rules: it is a flag of the sweep and explain"},
+		{[]string{"restore", "--from", "r.json", "--max-actions=3"}, "restore does not take --max-actions: it is a flag of the sweep and explain"},
+		{[]string{"restore", "--from", "r.json", "-n", "shop"}, "restore does not take -n: it is a flag of explain"},
+		{[]string{"explain", "ns/a", "--dry-run=none"}, "explain does not take --dry-run: it is a flag of the sweep and restore"},
+		{[]string{"explain", "ns/a", "--backup-dir=/backup"}, "explain does not take --backup-dir: it is a flag of the sweep"},
+		{[]string{"explain", "ns/a", "--notify-url=https://hooks.example.com/x"}, "explain does not take --notify-url: it is a flag of the sweep"},
+		{[]string{"explain", "ns/a", "--from", "r.json"}, "explain does not take --from: it is a flag of restore"},
+		{[]string{"--from", "r.json"}, "the sweep does not take --from: it is a flag of restore"},
+		{[]string{"--only", "clusterrole/x"}, "the sweep does not take --only: it is a flag of restore"},
+		{[]string{"--namespace", "shop"}, "the sweep does not take --namespace: it is a flag of explain"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), "operator-sweeper", tt.args, &stdout, &stderr)
+			assert.Equal(t, exitInput, code)
+			assert.Empty(t, stdout.String())
+			assert.Equal(t, "error: "+tt.wantErr+"\n", stderr.String())
+		})
+	}
+}
+
+// TestEveryFlagBelongsToACommand: each command lists, in its help, exactly the flags of its groups
+// and its own.
+func TestEveryFlagBelongsToACommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"explain", "--help"}, {"restore", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, run(context.Background(), "operator-sweeper", args, &stdout, &stderr), "%v", args)
+		help := stdout.String()
+		assert.Contains(t, help, "--config")
+		switch args[0] {
+		case "explain":
+			assert.Contains(t, help, "-n, --namespace")
+			assert.Contains(t, help, "--max-actions")
+			assert.NotContains(t, help, "--dry-run")
+			assert.NotContains(t, help, "--pushgateway-url")
+		case "restore":
+			assert.Contains(t, help, "--from")
+			assert.Contains(t, help, "--dry-run")
+			assert.NotContains(t, help, "--rules")
+			assert.NotContains(t, help, "--require-notify")
+		default:
+			assert.Contains(t, help, "--require-notify")
+			assert.NotContains(t, help, "--from string")
+		}
+	}
+}
+
+func TestFailure(t *testing.T) {
+	r := reporttest.New(time.Now())
+	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused"})
+	assert.Empty(t, failure(r), "a failed push is a warning, unless required")
+	r.Errors = append(r.Errors, report.Error{Stage: report.StageInventory, Message: "unreachable", Fatal: true})
+	assert.Equal(t, "inventory: unreachable", failure(r))
+	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused", Fatal: true})
+	assert.Equal(t, "inventory: unreachable; refused (--require-push)", failure(r))
 }

@@ -1,4 +1,6 @@
-package sweeper
+// Package grafana holds the Grafana dashboard of the pushed metrics; its test checks every query
+// against what the sweeper pushes.
+package grafana
 
 import (
 	"encoding/json"
@@ -16,11 +18,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/push"
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// dashboardFile is the Grafana dashboard shipped for the metrics this package pushes.
-const dashboardFile = "../manifests/grafana/operator-sweeper.json"
+// dashboardFile is the Grafana dashboard shipped for the metrics package push pushes.
+const dashboardFile = "operator-sweeper.json"
 
 // gatewayLabels are the labels the Pushgateway puts on every pushed series: job and instance, and
 // the grouping labels the sweeper pushes with (cluster, and shard when the sweep is split).
@@ -95,11 +100,11 @@ func allPanels(panels []grafanaPanel) []grafanaPanel {
 // registry enabled, so that each vector family has series.
 func pushedLabels(t *testing.T) map[string][]string {
 	t.Helper()
-	var enabled []ruleMetrics
+	var enabled []push.Rule
 	for _, r := range rules.Registry() {
-		enabled = append(enabled, ruleMetrics{name: r.Name, actions: []string{"Delete"}})
+		enabled = append(enabled, push.Rule{Name: r.Name, Actions: []string{"Delete"}})
 	}
-	families, err := registry(testReport(), enabled, append(engineStages(), StageNotify), true).Gather()
+	families, err := push.Registry(reporttest.Sample(), enabled, append(report.SweepStages(), report.StageNotify), true).Gather()
 	require.NoError(t, err)
 	pushed := map[string][]string{}
 	for _, mf := range families {
@@ -120,8 +125,8 @@ func pushedLabels(t *testing.T) map[string][]string {
 func knownValues() map[string][]string {
 	values := map[string][]string{
 		"severity": {string(rules.SeverityInfo), string(rules.SeverityWarning)},
-		"outcome":  {string(OutcomePlanned), string(OutcomeDryRun), string(OutcomeApplied), string(OutcomeFailed), string(OutcomeSkipped)},
-		"stage":    {StageInventory, StageObserve, StagePlan, StageApply, StagePush, StageNotify},
+		"outcome":  {string(report.OutcomePlanned), string(report.OutcomeDryRun), string(report.OutcomeApplied), string(report.OutcomeFailed), string(report.OutcomeSkipped)},
+		"stage":    {report.StageInventory, report.StageObserve, report.StagePlan, report.StageApply, report.StagePush, report.StageNotify},
 	}
 	for _, r := range rules.Registry() {
 		values["rule"] = append(values["rule"], r.Name)

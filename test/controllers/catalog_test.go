@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -63,19 +63,19 @@ func TestF5CatalogPodOnLostNode(t *testing.T) {
 	require.False(t, gone(t, pods["lost"]), "OLM waits for the evicted pod")
 	require.Nil(t, servingPod(t, ns, "lost"), "and runs no other")
 
-	report := sweep(t)
+	rep := sweep(t)
 
-	lost := findingAbout(report, "catalog-pods", podObject(pods["lost"]))
+	lost := findingAbout(rep, "catalog-pods", podObject(pods["lost"]))
 	require.NotNil(t, lost, "the pod on the lost node is reported")
-	assert.Equal(t, sweeper.OutcomeApplied, lost.Outcome, "%s %s", lost.Reason, lost.Error)
+	assert.Equal(t, report.OutcomeApplied, lost.Outcome, "%s %s", lost.Reason, lost.Error)
 	assert.Contains(t, lost.Reason, "its node doomed-1 has not been Ready for")
 	assert.Contains(t, lost.Evidence, "pod condition DisruptionTarget=True: being evicted, which alone does not make its node lost")
 	assert.True(t, gone(t, pods["lost"]), "force-deleted")
-	assert.Nil(t, findingAbout(report, "catalog-pods", podObject(pods["blip"])), "its node may come back")
+	assert.Nil(t, findingAbout(rep, "catalog-pods", podObject(pods["blip"])), "its node may come back")
 	if live := servingPod(t, ns, "live"); assert.NotNil(t, live, "a pod on a live node is kept") {
 		assert.Equal(t, pods["live"].UID, live.UID, "a pod on a live node is kept")
 	}
-	assert.Equal(t, []string{"catalog-pods Pod " + pods["lost"].Name}, actedOn(report, ns))
+	assert.Equal(t, []string{"catalog-pods Pod " + pods["lost"].Name}, actedOn(rep, ns))
 	eventually(t, time.Minute, "OLM runs the catalog again, on a Ready node", func() bool {
 		pod := servingPod(t, ns, "lost")
 		return pod != nil && pod.Spec.NodeName == stableNodes[0]

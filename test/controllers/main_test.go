@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
@@ -106,7 +106,7 @@ var young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--mi
 
 // sweep deploys the base manifests and runs the CronJob's command as their ServiceAccount, with
 // the shipped config, young, and args.
-func sweep(t *testing.T, args ...string) *sweeper.Report {
+func sweep(t *testing.T, args ...string) *report.Report {
 	t.Helper()
 	return sweepConfigured(t, nil, args...)
 }
@@ -120,7 +120,7 @@ type optIn struct {
 }
 
 // sweepConfigured is sweep with the shipped config changed by optIn, if not nil.
-func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *sweeper.Report {
+func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *report.Report {
 	t.Helper()
 	base := deploy.Render(t, "base")
 	if optIn != nil {
@@ -142,16 +142,16 @@ func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *sweeper.Report
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
 	cluster.AgeDebris()
 	all := slices.Concat(deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig}, args)
-	report, stderr, code := deploy.Run(t, sweeperBinary, all...)
+	rep, stderr, code := deploy.Run(t, sweeperBinary, all...)
 	require.Equal(t, 0, code, stderr)
-	return report
+	return rep
 }
 
 // findings returns the report's findings of rule about objects in namespace, or cluster-scoped
 // ones whose name has it as a prefix.
-func findings(report *sweeper.Report, rule, namespace string) []sweeper.FindingResult {
-	var out []sweeper.FindingResult
-	for _, f := range report.Findings {
+func findings(rep *report.Report, rule, namespace string) []report.FindingResult {
+	var out []report.FindingResult
+	for _, f := range rep.Findings {
 		if f.Rule == rule && (f.Object.Namespace == namespace || (f.Object.Namespace == "" && strings.HasPrefix(f.Object.Name, namespace))) {
 			out = append(out, f)
 		}

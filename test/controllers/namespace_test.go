@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
@@ -46,12 +46,12 @@ func TestStuckNamespace(t *testing.T) {
 	assert.Contains(t, explained, "orphaned-finalizers (warning): operator gone; releasing syslogngconfig.logging.banzaicloud.io/finalizer")
 	assert.Contains(t, explained, "with --dry-run=none: RemoveFinalizers, would be applied")
 
-	report := sweep(t)
+	rep := sweep(t)
 
-	var stuck *sweeper.FindingResult
-	for i, f := range report.Findings {
+	var stuck *report.FindingResult
+	for i, f := range rep.Findings {
 		if f.Rule == "stuck-terminating" && f.Object.Kind == "Namespace" && f.Object.Name == ns {
-			stuck = &report.Findings[i]
+			stuck = &rep.Findings[i]
 		}
 	}
 	require.NotNil(t, stuck, "the namespace is reported")
@@ -60,9 +60,9 @@ func TestStuckNamespace(t *testing.T) {
 			strings.Contains(e, "syslogngconfig.logging.banzaicloud.io/finalizer")
 	}), "the namespace controller's word: %v", stuck.Evidence)
 	for _, obj := range seeded.Objects {
-		f := findingAbout(report, "orphaned-finalizers", obj)
+		f := findingAbout(rep, "orphaned-finalizers", obj)
 		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
 		}
 	}
 	eventually(t, time.Minute, "the namespace controller finishes", func() bool {
@@ -104,17 +104,17 @@ func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
 	assert.Contains(t, explained, "  blocked by:\n    APIService v1.packages.operators.coreos.com\n")
 	assert.Contains(t, explained, "with --dry-run=none: Delete, would be skipped (opt-in)")
 
-	report := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true,
+	rep := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true,
 		Grant: map[string]any{"apiGroups": []any{"apiregistration.k8s.io"}, "resources": []any{"apiservices"}, "verbs": []any{"get", "delete"}}})
 
-	stuck := findingAbout(report, "stuck-terminating", namespaceObject(ns))
+	stuck := findingAbout(rep, "stuck-terminating", namespaceObject(ns))
 	require.NotNil(t, stuck, "the namespace is reported")
 	assert.Contains(t, blockers(stuck), "APIService v1.packages.operators.coreos.com", "chained to the APIService")
-	dead := findingAbout(report, "dead-apiservices", api[0])
+	dead := findingAbout(rep, "dead-apiservices", api[0])
 	require.NotNil(t, dead, "the APIService is reported")
-	assert.Equal(t, sweeper.OutcomeApplied, dead.Outcome, "%s %s", dead.Reason, dead.Error)
+	assert.Equal(t, report.OutcomeApplied, dead.Outcome, "%s %s", dead.Reason, dead.Error)
 	assert.Contains(t, dead.Evidence, "blocks the deletion of namespaces "+ns+" (condition NamespaceDeletionDiscoveryFailure)")
-	assert.GreaterOrEqual(t, report.Summary.StuckNamespaces["dead-apiservices"], 1)
+	assert.GreaterOrEqual(t, rep.Summary.StuckNamespaces["dead-apiservices"], 1)
 	eventually(t, 2*time.Minute, "the namespace controller finishes", func() bool {
 		_, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -131,7 +131,7 @@ func namespaceObject(name string) *unstructured.Unstructured {
 }
 
 // blockers are the objects a finding names as blocking it, as "Kind namespace/name".
-func blockers(f *sweeper.FindingResult) []string {
+func blockers(f *report.FindingResult) []string {
 	var out []string
 	for _, b := range f.BlockedBy {
 		out = append(out, strings.TrimSpace(b.Kind+" "+strings.TrimPrefix(b.Namespace+"/"+b.Name, "/")))
@@ -146,7 +146,9 @@ func explain(t *testing.T, target string) string {
 	base := deploy.Render(t, "base")
 	deploy.Apply(t, testCluster, base, false)
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
-	args := slices.Concat([]string{"explain", target}, deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
+	// The CronJob's args but --dry-run, which explain does not take: it never writes.
+	cronJob := slices.DeleteFunc(deploy.CronJobArgs(t, base), func(arg string) bool { return strings.HasPrefix(arg, "--dry-run") })
+	args := slices.Concat([]string{"explain", target}, cronJob, young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
 	out, err := exec.Command(sweeperBinary, args...).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -58,10 +58,10 @@ func deleteCSV(t *testing.T, namespace string) *unstructured.Unstructured {
 }
 
 // actedOn returns the report's findings with an action applied about objects of namespace.
-func actedOn(report *sweeper.Report, namespace string) []string {
+func actedOn(rep *report.Report, namespace string) []string {
 	var out []string
-	for _, f := range report.Findings {
-		if f.Outcome == sweeper.OutcomeApplied && f.Object.Namespace == namespace {
+	for _, f := range rep.Findings {
+		if f.Outcome == report.OutcomeApplied && f.Object.Namespace == namespace {
 			out = append(out, f.Rule+" "+f.Object.Kind+" "+f.Object.Name)
 		}
 	}
@@ -77,12 +77,12 @@ func TestAliveMeansAlive(t *testing.T) {
 	rbac := olmRBAC(t, ns)
 	require.NotEmpty(t, rbac, "OLM made the operator's ClusterRole and binding")
 
-	report := sweep(t)
+	rep := sweep(t)
 
-	assert.Empty(t, actedOn(report, ns))
-	assert.Empty(t, actedOn(report, cluster.OLMNamespace))
-	assert.Empty(t, findings(report, "olm-rbac", ns), "the CSV exists: its RBAC is its own")
-	for _, f := range findings(report, "operator-leftovers", ns) {
+	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, actedOn(rep, cluster.OLMNamespace))
+	assert.Empty(t, findings(rep, "olm-rbac", ns), "the CSV exists: its RBAC is its own")
+	for _, f := range findings(rep, "operator-leftovers", ns) {
 		assert.Nil(t, f.Action, "%s %s: the Subscription exists", f.Object.Kind, f.Object.Name)
 	}
 	current, err := csvClient(ns).Get(context.Background(), csv.GetName(), metav1.GetOptions{})
@@ -109,29 +109,29 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	require.NotNil(t, csv, "held by %s: OLM is not there to release it", csvCleanup)
 	require.Equal(t, []string{csvCleanup}, csv.GetFinalizers())
 
-	report := sweep(t)
+	rep := sweep(t)
 
-	f := findings(report, "orphaned-finalizers", ns)
+	f := findings(rep, "orphaned-finalizers", ns)
 	require.Len(t, f, 1)
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+csvCleanup+": Deployment olm/olm-operator", f[0].Reason)
 	assert.Nil(t, f[0].Action)
-	assert.Empty(t, actedOn(report, ns))
+	assert.Empty(t, actedOn(rep, ns))
 	assert.Len(t, olmRBAC(t, ns), len(rbac), "OLM cleans its own RBAC when it is back")
 
 	// Uninstalled: no Deployment either.
 	uninstallOLM(t)
-	report = sweep(t)
+	rep = sweep(t)
 
 	for _, obj := range rbac {
 		assert.Nil(t, current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
 	}
 	_, err := csvClient(ns).Get(context.Background(), cluster.DemoCSV, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the CSV is released: %v", err)
-	assert.Equal(t, []string{"orphaned-finalizers ClusterServiceVersion " + cluster.DemoCSV}, actedOn(report, ns))
+	assert.Equal(t, []string{"orphaned-finalizers ClusterServiceVersion " + cluster.DemoCSV}, actedOn(rep, ns))
 	for _, obj := range rbac {
-		f := findingAbout(report, "olm-rbac", obj)
+		f := findingAbout(rep, "olm-rbac", obj)
 		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
 		}
 	}
 	// The garbage collector deletes what the CSV owned: its Deployment, its Roles.
@@ -168,13 +168,13 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	optedIn := &optIn{Rule: "operator-leftovers", Delete: []any{"ClusterServiceVersion.operators.coreos.com", "Operator.operators.coreos.com"},
 		Grant: map[string]any{"apiGroups": []any{"operators.coreos.com"}, "resources": []any{"clusterserviceversions", "operators"}, "verbs": []any{"get", "delete"}}}
 
-	report := sweepConfigured(t, optedIn)
+	rep := sweepConfigured(t, optedIn)
 
-	f := findingAbout(report, "operator-leftovers", csv)
+	f := findingAbout(rep, "operator-leftovers", csv)
 	require.NotNil(t, f, "the CSV is reported")
 	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
 	assert.Nil(t, f.Action)
-	assert.Empty(t, actedOn(report, ns))
+	assert.Empty(t, actedOn(rep, ns))
 	assert.NotNil(t, current(t, csv), "a running operator stays")
 
 	// The admin deletes the CSV; OLM, running, releases it and deletes its RBAC.
@@ -186,24 +186,24 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	operator.SetName(cluster.DemoPackage + "." + ns)
 	require.NotNil(t, current(t, operator), "OLM keeps the Operator object")
 
-	report = sweepConfigured(t, optedIn)
+	rep = sweepConfigured(t, optedIn)
 
-	f = findingAbout(report, "operator-leftovers", operator)
+	f = findingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
-	assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
+	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
 	assert.Nil(t, current(t, operator))
 	time.Sleep(3 * time.Second)
 	assert.Nil(t, current(t, operator), "OLM does not make it again")
 }
 
 // findingAbout returns the report's finding of rule about obj, by kind and name.
-func findingAbout(report *sweeper.Report, rule string, obj *unstructured.Unstructured) *sweeper.FindingResult {
+func findingAbout(rep *report.Report, rule string, obj *unstructured.Unstructured) *report.FindingResult {
 	if obj == nil {
 		return nil
 	}
-	for i, f := range report.Findings {
+	for i, f := range rep.Findings {
 		if f.Rule == rule && f.Object.Kind == obj.GetKind() && f.Object.Namespace == obj.GetNamespace() && f.Object.Name == obj.GetName() {
-			return &report.Findings[i]
+			return &rep.Findings[i]
 		}
 	}
 	return nil
@@ -224,7 +224,7 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 		old, sub := recreateSubscription(t, ns)
 		used := usedPlans(sub)
 
-		report := sweep(t)
+		rep := sweep(t)
 
 		if now := usedPlans(current(t, sub)); !slices.Equal(used, now) {
 			t.Logf("%s: OLM moved the new Subscription from InstallPlan %v to %v during the sweep: inconclusive", ns, used, now)
@@ -233,7 +233,7 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 		conclusive++
 		var repaired []string
 		for _, plan := range old {
-			f := findingAbout(report, "installplan-owners", plan)
+			f := findingAbout(rep, "installplan-owners", plan)
 			if f == nil {
 				// OLM's workers may make a plan for the deleted Subscription just after it is
 				// gone: the garbage collector deletes it.
@@ -248,14 +248,14 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 			reproduced = true
 			t.Logf("%s: the new Subscription uses the Manual Subscription's InstallPlan %s: #3199 reproduced", ns, plan.GetName())
 			repaired = append(repaired, "installplan-owners InstallPlan "+plan.GetName())
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
 			now := current(t, plan)
 			require.NotNil(t, now)
 			assert.True(t, slices.ContainsFunc(now.GetOwnerReferences(), func(ref metav1.OwnerReference) bool {
 				return ref.Kind == "Subscription" && ref.UID == sub.GetUID()
 			}), "owned by the new Subscription: %v", now.GetOwnerReferences())
 		}
-		assert.ElementsMatch(t, repaired, actedOn(report, ns), "only what the new Subscription uses is repaired")
+		assert.ElementsMatch(t, repaired, actedOn(rep, ns), "only what the new Subscription uses is repaired")
 		if !reproduced {
 			t.Logf("%s: OLM made InstallPlan %v for the new Subscription: #3199 did not reproduce", ns, used)
 		} else {

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -153,7 +153,7 @@ func CronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 }
 
 // Run runs the binary and decodes its JSON report.
-func Run(t *testing.T, binary string, args ...string) (*sweeper.Report, string, int) {
+func Run(t *testing.T, binary string, args ...string) (*report.Report, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	var stdout, stderr bytes.Buffer
@@ -164,7 +164,7 @@ func Run(t *testing.T, binary string, args ...string) (*sweeper.Report, string, 
 		require.True(t, errors.As(err, &exit), "run %s: %v", binary, err)
 		code = exit.ExitCode()
 	}
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &report), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
-	return &report, stderr.String(), code
+	var rep report.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	return &rep, stderr.String(), code
 }

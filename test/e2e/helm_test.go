@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
@@ -272,15 +272,15 @@ func TestHelmChartDeploysAndSweeps(t *testing.T) {
 	require.Contains(t, args, "--dry-run=none", "the chart's CronJob acts")
 	// The debris is seconds old: the thresholds would keep it from being acted on.
 	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
-	report, stderr, code := runSweeper(t, slices.Concat(args, young, []string{"--kubeconfig", kubeconfig})...)
+	rep, stderr, code := runSweeper(t, slices.Concat(args, young, []string{"--kubeconfig", kubeconfig})...)
 	require.Equal(t, 0, code, stderr)
-	noForbidden(t, report)
-	for _, e := range report.Errors {
+	noForbidden(t, rep)
+	for _, e := range rep.Errors {
 		assert.NotRegexp(t, `(?i)403|forbidden`, e.Message, "%s %s", e.Stage, e.Resource)
 	}
 
-	outcomes := map[string]sweeper.Outcome{}
-	for _, f := range report.Findings {
+	outcomes := map[string]report.Outcome{}
+	for _, f := range rep.Findings {
 		if f.Action != nil {
 			outcomes[f.Rule+" "+f.Object.Kind+" "+f.Object.Namespace+"/"+f.Object.Name] = f.Outcome
 		}
@@ -294,6 +294,6 @@ func TestHelmChartDeploysAndSweeps(t *testing.T) {
 		"orphaned-finalizers SyslogNGConfig e2e-helm-f4/syslog-ng",
 		"orphaned-finalizers FluentdConfig e2e-helm-f4/fluentd",
 	} {
-		assert.Equal(t, sweeper.OutcomeApplied, outcomes[key], key)
+		assert.Equal(t, report.OutcomeApplied, outcomes[key], key)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
@@ -46,6 +46,6 @@ func cronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	return deploy.CronJobArgs(t, objs)
 }
 
-func runSweeper(t *testing.T, args ...string) (*sweeper.Report, string, int) {
+func runSweeper(t *testing.T, args ...string) (*report.Report, string, int) {
 	return deploy.Run(t, sweeperBinary, args...)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -66,7 +67,7 @@ func releaseA(namespace string) planRule {
 type applyFixture struct {
 	namespace string
 	rec       *recorder
-	applier   func(sweeper.DryRunMode) *sweeper.Applier
+	applier   func(report.DryRunMode) *sweeper.Applier
 }
 
 func newApplyFixture(t *testing.T) applyFixture {
@@ -82,8 +83,8 @@ func newApplyFixture(t *testing.T) applyFixture {
 	return applyFixture{
 		namespace: ns,
 		rec:       rec,
-		applier: func(mode sweeper.DryRunMode) *sweeper.Applier {
-			return &sweeper.Applier{Metadata: client, Dynamic: dyn, Mode: mode, Logger: logger, Clock: clock.RealClock{}}
+		applier: func(mode report.DryRunMode) *sweeper.Applier {
+			return &sweeper.Applier{Writer: sweeper.Writer{Metadata: client, Dynamic: dyn, Mode: mode}, Logger: logger, Clock: clock.RealClock{}}
 		},
 	}
 }
@@ -133,9 +134,9 @@ func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	require.NotNil(t, res.Before, "the pre-image, read right before the write")
 	assert.Equal(t, "configmaps", res.Before.Resource)
 	assert.Equal(t, []string{finalizerA, finalizerB}, res.Before.Object.GetFinalizers())
@@ -156,9 +157,9 @@ func TestApplyServerDryRunSendsButDoesNotPersist(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	res := f.applier(sweeper.DryRunServer).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunServer).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeDryRun, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeDryRun, res.Outcome, res.Detail)
 	assert.NotNil(t, res.Before)
 	assert.Equal(t, []string{finalizerA, finalizerB}, f.finalizers(t, "cm"), "nothing persisted")
 	patches := f.patches("cm")
@@ -171,9 +172,9 @@ func TestApplyClientDryRunSendsNothing(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	res := f.applier(sweeper.DryRunClient).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunClient).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomePlanned}, res)
+	assert.Equal(t, sweeper.Result{Outcome: report.OutcomePlanned}, res)
 	assert.Equal(t, []string{finalizerA, finalizerB}, f.finalizers(t, "cm"))
 	f.rec.mu.Lock()
 	defer f.rec.mu.Unlock()
@@ -191,9 +192,9 @@ func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
 		f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
 	})
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"), "c, added concurrently, is kept")
 	patches := f.patches("cm")
 	require.Len(t, patches, 2, "the first patch lost, the re-planned one won")
@@ -210,9 +211,9 @@ func TestApplyDoesNotWriteOnAStaleView(t *testing.T) {
 	view, finding := plan(t, releaseA(f.namespace), obj)
 	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	assert.True(t, res.Replanned)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"))
 	assert.Len(t, f.patches("cm"), 1, "no patch on what the view said")
@@ -227,10 +228,10 @@ func TestApplyRacingReleaseIsResolved(t *testing.T) {
 
 	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = []string{finalizerB, finalizerC} })
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Equal(t, sweeper.ReasonResolved, res.Reason, res.Detail)
+	assert.Equal(t, report.OutcomeSkipped, res.Outcome)
+	assert.Equal(t, report.ReasonResolved, res.Reason, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC}, f.finalizers(t, "cm"))
 }
 
@@ -242,9 +243,9 @@ func TestApplyToAnObjectThatIsGoneIsDone(t *testing.T) {
 	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = nil })
 	require.NoError(t, testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Delete(context.Background(), "cm", metav1.DeleteOptions{}))
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.Result{Outcome: sweeper.OutcomeApplied}, res)
+	assert.Equal(t, sweeper.Result{Outcome: report.OutcomeApplied}, res)
 }
 
 // TestDeleteNeverHitsARecreatedObject: the object is deleted and re-created under the same name,
@@ -271,10 +272,10 @@ func TestDeleteNeverHitsARecreatedObject(t *testing.T) {
 		require.NoError(t, err)
 	})
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), doomed, view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), doomed, view, finding)
 
-	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Equal(t, sweeper.ReasonResolved, res.Reason)
+	assert.Equal(t, report.OutcomeSkipped, res.Outcome)
+	assert.Equal(t, report.ReasonResolved, res.Reason)
 	assert.Equal(t, "the object was deleted and re-created after it was observed; the next run looks at the new one", res.Detail)
 	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -298,9 +299,9 @@ func TestApplyReportsARefusedWriteThatIsNoRace(t *testing.T) {
 	}
 	view, finding := plan(t, invalid, obj)
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), invalid, view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), invalid, view, finding)
 
-	assert.Equal(t, sweeper.OutcomeFailed, res.Outcome)
+	assert.Equal(t, report.OutcomeFailed, res.Outcome)
 	assert.Contains(t, res.Detail, "kind")
 	assert.Len(t, f.patches("cm"), 1, "no retry: nothing had changed")
 }
@@ -320,9 +321,9 @@ func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
 	other := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}}
 	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.OwnerReferences = other })
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), adopt, view, finding)
 
-	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome, "re-planned: it has an owner now")
+	assert.Equal(t, report.OutcomeSkipped, res.Outcome, "re-planned: it has an owner now")
 	got, err := testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, other, got.OwnerReferences, "the concurrent writer's owner stays")
@@ -330,8 +331,8 @@ func TestSetOwnerReferencesChecksTheResourceVersion(t *testing.T) {
 	// Without a race the owner is set.
 	obj2 := f.configMap(t, "cm2")
 	view, finding = plan(t, adopt, obj2)
-	res = f.applier(sweeper.DryRunNone).Apply(context.Background(), adopt, view, finding)
-	require.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	res = f.applier(report.DryRunNone).Apply(context.Background(), adopt, view, finding)
+	require.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	got, err = testCluster.Kube.CoreV1().ConfigMaps(f.namespace).Get(context.Background(), "cm2", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []metav1.OwnerReference{owner}, got.OwnerReferences)
@@ -344,10 +345,10 @@ func TestApplyWithNothingLeftToRemove(t *testing.T) {
 	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, rules.Coverage{}, []*rules.Object{obj})
 	finding := rules.Finding{Rule: "test", Object: obj.Ref(), Action: rules.RemoveFinalizers{Finalizers: []string{finalizerA}}}
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeSkipped, res.Outcome)
-	assert.Equal(t, sweeper.ReasonResolved, res.Reason)
+	assert.Equal(t, report.OutcomeSkipped, res.Outcome)
+	assert.Equal(t, report.ReasonResolved, res.Reason)
 	assert.Equal(t, "none of the finalizers to remove is on the object any more", res.Detail)
 	assert.Empty(t, f.patches("cm"))
 	assert.Empty(t, f.rec.matching("POST", "/events$"))
@@ -371,9 +372,9 @@ func TestApplyKeepsReplanningWhileItLosesRaces(t *testing.T) {
 		})
 	}
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Equal(t, []string{finalizerB, finalizerC, "test.operator-sweeper.io/race-1", "test.operator-sweeper.io/race-2",
 		"test.operator-sweeper.io/race-3"}, f.finalizers(t, "cm"), "every finalizer added concurrently is kept")
 	assert.Len(t, f.patches("cm"), 5, "the first write and three re-planned ones lost, the last won")
@@ -400,10 +401,10 @@ func TestApplyReportsARuleThatPanicsWhenReplanning(t *testing.T) {
 	view, finding := plan(t, rule, obj)
 	f.update(t, "cm", func(cm *corev1.ConfigMap) { cm.Finalizers = append(cm.Finalizers, finalizerC) })
 
-	res := f.applier(sweeper.DryRunNone).Apply(context.Background(), rule, view, finding)
+	res := f.applier(report.DryRunNone).Apply(context.Background(), rule, view, finding)
 
-	assert.Equal(t, sweeper.OutcomeFailed, res.Outcome)
-	assert.Equal(t, sweeper.ReasonRuleFailed, res.Reason)
+	assert.Equal(t, report.OutcomeFailed, res.Outcome)
+	assert.Equal(t, report.ReasonRuleFailed, res.Reason)
 	assert.Contains(t, res.Detail, "rule panicked: boom")
 	assert.Equal(t, []string{finalizerA, finalizerC}, f.finalizers(t, "cm"), "nothing written on the panicking re-plan")
 }
@@ -415,12 +416,12 @@ func TestApplyJudgesAWriteWhoseAnswerWasLost(t *testing.T) {
 	f := newApplyFixture(t)
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
-	applier := f.applier(sweeper.DryRunNone)
-	applier.Metadata = lossyMetadata(t, f.rec)
+	applier := f.applier(report.DryRunNone)
+	applier.Writer.Metadata = lossyMetadata(t, f.rec)
 
 	res := applier.Apply(context.Background(), releaseA(f.namespace), view, finding)
 
-	assert.Equal(t, sweeper.OutcomeApplied, res.Outcome, res.Detail)
+	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	assert.Contains(t, strings.Join(res.Evidence, "\n"), "read again, the object shows it was done")
 	assert.Equal(t, []string{finalizerB}, f.finalizers(t, "cm"))
 	assert.Len(t, f.patches("cm"), 1, "the patch was not sent again")

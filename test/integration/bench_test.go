@@ -52,9 +52,9 @@ func BenchmarkSweep(b *testing.B) {
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
-		report := engine.Run(context.Background())
-		if report.Summary.Scanned != n || len(report.Errors) > 0 {
-			b.Fatalf("scanned %d of %d, errors %v", report.Summary.Scanned, n, report.Errors)
+		rep := engine.Run(context.Background())
+		if rep.Summary.Scanned != n || len(rep.Errors) > 0 {
+			b.Fatalf("scanned %d of %d, errors %v", rep.Summary.Scanned, n, rep.Errors)
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "objects/s")

@@ -20,8 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // deadAPIService is an APIService for v1 of widgets.sweeper-test.io, served by Service
@@ -62,7 +63,7 @@ func registerAPIService(t *testing.T, ns, labels string) *unstructured.Unstructu
 	return api
 }
 
-func deadAPIServicesOptIn(opts sweeper.Options) sweeper.Options {
+func deadAPIServicesOptIn(opts options.Options) options.Options {
 	opts.RuleConfigs = map[string]rules.RuleConfig{rules.DeadAPIServicesName: {Args: rules.DeadAPIServicesArgs{Delete: true}}}
 	return opts
 }
@@ -76,32 +77,32 @@ func TestDeadAPIService(t *testing.T) {
 
 	t.Run("OLM's, without the opt-in", func(t *testing.T) {
 		api := registerAPIService(t, ns, fill(olmLabels, ns, ""))
-		report := sweep(t, sweepOptions(), nil)
-		f := findingAbout(t, report, rules.DeadAPIServicesName, api)
-		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
-		assert.Equal(t, sweeper.ReasonOptIn, f.SkipReason)
+		rep := sweep(t, sweepOptions(), nil)
+		f := findingAbout(t, rep, rules.DeadAPIServicesName, api)
+		assert.Equal(t, report.OutcomeSkipped, f.Outcome)
+		assert.Equal(t, report.ReasonOptIn, f.SkipReason)
 		assert.Contains(t, f.Evidence[0], "condition Available=False since ")
 		assert.Contains(t, f.Evidence[0], "reason ServiceNotFound")
 		assert.Contains(t, f.Evidence, "Service "+ns+"/widgets-api: no such Service")
 		assert.Contains(t, f.Evidence, "widgets.sweeper-test.io/v1 is unavailable: its discovery fails, and so does every namespace deletion")
 		assert.Contains(t, f.Evidence, "ClusterServiceVersion "+ns+"/widgets.v1.0.0 no longer exists")
 		assert.NotNil(t, testCluster.Current(t, api))
-		assert.True(t, slices.ContainsFunc(report.Errors, func(e sweeper.ReportError) bool { return e.Resource == "widgets.sweeper-test.io/v1" }),
-			"its group cannot be discovered: %v", report.Errors)
+		assert.True(t, slices.ContainsFunc(rep.Errors, func(e report.Error) bool { return e.Resource == "widgets.sweeper-test.io/v1" }),
+			"its group cannot be discovered: %v", rep.Errors)
 	})
 
 	t.Run("OLM's, opted in: deleted", func(t *testing.T) {
 		api := registerAPIService(t, ns, fill(olmLabels, ns, ""))
-		report := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
-		f := findingAbout(t, report, rules.DeadAPIServicesName, api)
-		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, why(f))
+		rep := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
+		f := findingAbout(t, rep, rules.DeadAPIServicesName, api)
+		assert.Equal(t, report.OutcomeApplied, f.Outcome, why(f))
 		assert.Nil(t, testCluster.Current(t, api))
 	})
 
 	t.Run("someone else's, its namespace still there: kept", func(t *testing.T) {
 		api := registerAPIService(t, ns, "{}")
-		report := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
-		f := findingAbout(t, report, rules.DeadAPIServicesName, api)
+		rep := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
+		f := findingAbout(t, rep, rules.DeadAPIServicesName, api)
 		assert.Nil(t, f.Action)
 		assert.Equal(t, "unavailable: Service "+ns+"/widgets-api is gone, but not whoever registered it", f.Reason)
 		assert.NotNil(t, testCluster.Current(t, api))
@@ -110,8 +111,8 @@ func TestDeadAPIService(t *testing.T) {
 	t.Run("its Service there without endpoints: kept", func(t *testing.T) {
 		create(t, ns, `{apiVersion: v1, kind: Service, metadata: {name: widgets-api, namespace: NAMESPACE}, spec: {ports: [{port: 443}]}}`)
 		api := registerAPIService(t, ns, fill(olmLabels, ns, ""))
-		report := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
-		f := findingAbout(t, report, rules.DeadAPIServicesName, api)
+		rep := sweep(t, deadAPIServicesOptIn(sweepOptions()), nil)
+		f := findingAbout(t, rep, rules.DeadAPIServicesName, api)
 		assert.Nil(t, f.Action)
 		assert.Equal(t, "unavailable: Service "+ns+"/widgets-api has no ready endpoint; its workload may come back", f.Reason)
 		assert.Contains(t, f.Evidence[0], "reason EndpointsNotFound")
@@ -190,27 +191,27 @@ webhooks:
 		assert.Eventually(t, func() bool { return !denied() }, 30*time.Second, 200*time.Millisecond, "the webhook is no longer called")
 	})
 
-	report := sweep(t, sweepOptions(), nil)
+	rep := sweep(t, sweepOptions(), nil)
 
-	released := byKind(ruleFindings(report, rules.OrphanedFinalizersName, ns))
+	released := byKind(ruleFindings(rep, rules.OrphanedFinalizersName, ns))
 	refused := released["SyslogNGConfig"]
-	assert.Equal(t, sweeper.OutcomeFailed, refused.Outcome)
+	assert.Equal(t, report.OutcomeFailed, refused.Outcome)
 	assert.Contains(t, refused.Error, "refused by webhook deny.sweeper-test.io of ValidatingWebhookConfiguration "+ns+"-deny: ")
 	assert.Contains(t, refused.Error, "finalizers are ours")
 	assert.Equal(t, []types.UID{deny[0].GetUID()}, uids(refused.BlockedBy), "linked to the webhook configuration")
-	assert.Equal(t, sweeper.OutcomeApplied, released["FluentdConfig"].Outcome, "the rest of the sweep goes on: %s", why(released["FluentdConfig"]))
+	assert.Equal(t, report.OutcomeApplied, released["FluentdConfig"].Outcome, "the rest of the sweep goes on: %s", why(released["FluentdConfig"]))
 	assert.NotNil(t, testCluster.Current(t, debris[syslogNG]), "still held")
 
-	byURL := findingAbout(t, report, rules.DeadWebhooksName, deny[0])
+	byURL := findingAbout(t, rep, rules.DeadWebhooksName, deny[0])
 	assert.Equal(t, "webhooks deny.sweeper-test.io are called by URL: not checked", byURL.Reason)
-	dead := findingAbout(t, report, rules.DeadWebhooksName, deny[1])
+	dead := findingAbout(t, rep, rules.DeadWebhooksName, deny[1])
 	assert.Equal(t, rules.SeverityWarning, dead.Severity)
 	assert.Contains(t, dead.Evidence, "webhook things.sweeper-test.io (failurePolicy Fail): Service "+ns+"/things-webhook: no such Service")
 	assert.Contains(t, dead.Evidence, "webhook things.sweeper-test.io refuses CREATE, DELETE of things.sweeper-test.io")
 	assert.Nil(t, dead.Action, "its namespace is there: nothing says who registered it")
 }
 
-func uids(objs []sweeper.ObjectSummary) []types.UID {
+func uids(objs []report.ObjectSummary) []types.UID {
 	var out []types.UID
 	for _, o := range objs {
 		out = append(out, o.UID)

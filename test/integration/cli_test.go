@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // runBinary runs the operator-sweeper binary against the test cluster.
@@ -66,21 +65,21 @@ func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
 		"--report-file", reportFile, "--log-format=json", "--rules=stuck-terminating")
 
 	require.Equal(t, 0, code, stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report))
-	assert.Equal(t, "SweepReport", report.Kind)
-	assert.Equal(t, sweeper.DryRunClient, report.Metadata.Mode)
-	assert.NotEmpty(t, report.Metadata.Cluster)
-	assert.Equal(t, "dev", report.Metadata.Version)
-	assert.Empty(t, report.Errors)
-	findings := findingsIn(&report, ns)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, "SweepReport", rep.Kind)
+	assert.Equal(t, report.DryRunClient, rep.Metadata.Mode)
+	assert.NotEmpty(t, rep.Metadata.Cluster)
+	assert.Equal(t, "dev", rep.Metadata.Version)
+	assert.Empty(t, rep.Errors)
+	findings := findingsIn(&rep, ns)
 	require.Len(t, findings, 2)
 	for _, f := range findings {
 		assert.Equal(t, "stuck-terminating", f.Rule)
 		assert.Equal(t, "stuck", f.Object.Name)
 	}
-	assert.Greater(t, report.Summary.Scanned, 0)
-	assert.Equal(t, len(report.Findings), report.Summary.Findings)
+	assert.Greater(t, rep.Summary.Scanned, 0)
+	assert.Equal(t, len(rep.Findings), rep.Summary.Findings)
 
 	written, err := os.ReadFile(reportFile)
 	require.NoError(t, err)
@@ -106,9 +105,9 @@ func TestBinaryOutputFormats(t *testing.T) {
 
 	stdout, _, code = runBinary(t, append(args, "-o", "yaml")...)
 	require.Equal(t, 0, code)
-	var report sweeper.Report
-	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report))
-	assert.Len(t, findingsIn(&report, ns), 2)
+	var rep report.Report
+	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &rep))
+	assert.Len(t, findingsIn(&rep, ns), 2)
 
 	stdout, _, code = runBinary(t, append(args, "--output=markdown")...)
 	require.Equal(t, 0, code)
@@ -154,16 +153,16 @@ rules:
 
 	stdout, stderr, code := runBinary(t, "--config", config)
 	require.Equal(t, 0, code, stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), "output: json from the file")
-	findings := findingsIn(&report, ns)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), "output: json from the file")
+	findings := findingsIn(&rep, ns)
 	require.Len(t, findings, 1, "configmaps excluded by the file")
 	assert.Equal(t, "SyslogNGConfig", findings[0].Object.Kind)
 
 	stdout, stderr, code = runBinary(t, "--config", config, "-o", "yaml", "--exclude-resources=syslogngconfigs.logging.banzaicloud.io")
 	require.Equal(t, 0, code, stderr)
-	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &report), "-o yaml overrides the file")
-	findings = findingsIn(&report, ns)
+	require.NoError(t, yaml.UnmarshalStrict([]byte(stdout), &rep), "-o yaml overrides the file")
+	findings = findingsIn(&rep, ns)
 	require.Len(t, findings, 1, "the flag's exclusions replace the file's")
 	assert.Equal(t, "ConfigMap", findings[0].Object.Kind)
 }
@@ -183,13 +182,13 @@ func TestBinaryExplain(t *testing.T) {
 
 	stdout, stderr, code = runBinary(t, "--min-terminating-age=0s", "-o", "json", "explain", "cm/stuck", "--namespace", ns)
 	require.Equal(t, 0, code, stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
-	require.NotEmpty(t, report.Findings)
-	for _, f := range report.Findings {
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	require.NotEmpty(t, rep.Findings)
+	for _, f := range rep.Findings {
 		assert.Equal(t, "ConfigMap", f.Object.Kind)
 	}
-	assert.Equal(t, len(report.Findings), report.Summary.Findings)
+	assert.Equal(t, len(rep.Findings), rep.Summary.Findings)
 
 	for _, tt := range []struct {
 		args []string

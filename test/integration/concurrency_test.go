@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // The live controller of the concurrency test owns live.example.com/*, which no sweeper mapping
@@ -167,11 +166,11 @@ func TestConcurrentSweepers(t *testing.T) {
 		sweepers = append(sweepers, startSweeper(t, "--config", config, "--dry-run=none", "--max-actions=0", "--include-namespaces="+ns,
 			"--min-terminating-age=0s", "--min-age=0s", "-o", "json", "--log-level=warn", "--qps=100", "--burst=100"))
 	}
-	var reports []*sweeper.Report
+	var reports []*report.Report
 	for i, p := range sweepers {
 		code := p.wait(t, 90*time.Second)
 		assert.Equal(t, 0, code, "sweeper %d: stderr:\n%s", i, p.stderr.String())
-		reports = append(reports, p.report(t))
+		reports = append(reports, p.rep(t))
 	}
 	close(sweepersDone)
 	t.Logf("three sweepers done in %s", time.Since(start).Round(time.Millisecond))
@@ -186,16 +185,16 @@ func TestConcurrentSweepers(t *testing.T) {
 	// sweeper failed an action, nor ever meant to remove a finalizer that is not orphaned.
 	appliedBy := map[string]int{}
 	replanned := 0
-	for i, report := range reports {
-		findings := orphanFindings(t, report, ns)
+	for i, rep := range reports {
+		findings := orphanFindings(t, rep, ns)
 		t.Logf("sweeper %d: %v", i, outcomeCounts(byOutcome(findings)))
-		assert.Zero(t, report.Summary.Failed, "sweeper %d: a race lost to another sweeper or the controller is no failure", i)
+		assert.Zero(t, rep.Summary.Failed, "sweeper %d: a race lost to another sweeper or the controller is no failure", i)
 		for name, f := range findings {
-			assert.NotEqual(t, sweeper.OutcomeFailed, f.Outcome, "sweeper %d, %s: %s", i, name, why(f))
+			assert.NotEqual(t, report.OutcomeFailed, f.Outcome, "sweeper %d, %s: %s", i, name, why(f))
 			if f.Action != nil {
 				assert.Equal(t, []string{syslogNGFinalizer}, f.Action.Finalizers, "sweeper %d, %s: only the orphaned finalizer", i, name)
 			}
-			if f.Outcome == sweeper.OutcomeApplied {
+			if f.Outcome == report.OutcomeApplied {
 				appliedBy[name]++
 			}
 			if slices.ContainsFunc(f.Evidence, func(e string) bool { return strings.Contains(e, "re-planned") }) {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
@@ -25,24 +27,24 @@ import (
 // config before the sweeper confirmed what its actions rest on.
 
 // shippedOptions are the options of the shipped CronJob: manifests/base/config.yaml, applying.
-func shippedOptions(t *testing.T) sweeper.Options {
+func shippedOptions(t *testing.T) options.Options {
 	t.Helper()
-	opts, err := sweeper.LoadConfigFile("../../manifests/base/config.yaml", testOptions(""))
+	opts, err := options.LoadConfigFile("../../manifests/base/config.yaml", testOptions(""))
 	require.NoError(t, err)
-	opts.DryRun = sweeper.DryRunNone
+	opts.DryRun = report.DryRunNone
 	return opts
 }
 
 // findingAbout returns the report's finding of rule about obj.
-func findingAbout(t *testing.T, report *sweeper.Report, rule string, obj *unstructured.Unstructured) sweeper.FindingResult {
+func findingAbout(t *testing.T, rep *report.Report, rule string, obj *unstructured.Unstructured) report.FindingResult {
 	t.Helper()
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		if f.Rule == rule && f.Object.UID == obj.GetUID() {
 			return f
 		}
 	}
 	t.Fatalf("no %s finding about %s %s/%s", rule, obj.GetKind(), obj.GetNamespace(), obj.GetName())
-	return sweeper.FindingResult{}
+	return report.FindingResult{}
 }
 
 // createWhenServed creates manifests (see fill) once the API server serves their kinds: a CRD
@@ -85,11 +87,11 @@ func TestConfirmOLMRBACOfACSVInstalledMeanwhile(t *testing.T) {
 	role := create(t, ns, fill(olmRBAC, ns, "etcd.v2"))[0]
 	rec := &recorder{}
 
-	report := sweepChanging(t, shippedOptions(t), rec, func() { create(t, ns, fill(plainCSV, ns, "etcd.v2")) })
+	rep := sweepChanging(t, shippedOptions(t), rec, func() { create(t, ns, fill(plainCSV, ns, "etcd.v2")) })
 
-	f := findingAbout(t, report, "olm-rbac", role)
-	assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
-	assert.Equal(t, sweeper.ReasonStale, f.SkipReason, f.Error)
+	f := findingAbout(t, rep, "olm-rbac", role)
+	assert.Equal(t, report.OutcomeSkipped, f.Outcome)
+	assert.Equal(t, report.ReasonStale, f.SkipReason, f.Error)
 	assert.Contains(t, f.Evidence, "re-checked live: ClusterServiceVersion "+ns+"/etcd.v2 exists now")
 	assert.NotNil(t, testCluster.Current(t, role), "the new operator's RBAC stays")
 	assert.Empty(t, rec.matching("DELETE", "/clusterroles/"+role.GetName()+"$"))
@@ -108,10 +110,10 @@ func TestConfirmDeleteCarriesTheResourceVersion(t *testing.T) {
 		patchObject(t, role, `{"metadata":{"labels":{"olm.owner":"etcd.v3"}}}`)
 	})
 
-	report := sweepChanging(t, shippedOptions(t), rec, nil)
+	rep := sweepChanging(t, shippedOptions(t), rec, nil)
 
-	f := findingAbout(t, report, "olm-rbac", role)
-	assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, f.Error)
+	f := findingAbout(t, rep, "olm-rbac", role)
+	assert.Equal(t, report.OutcomeSkipped, f.Outcome, f.Error)
 	assert.NotNil(t, testCluster.Current(t, role), "the upgraded operator's RBAC stays")
 	deletes := rec.matching("DELETE", "/clusterroles/"+role.GetName()+"$")
 	require.Len(t, deletes, 1, "one delete")
@@ -133,9 +135,9 @@ metadata:
 rules: []
 `, ns, ""))[0]
 
-	report := sweep(t, shippedOptions(t), nil)
+	rep := sweep(t, shippedOptions(t), nil)
 
-	f := findingAbout(t, report, "olm-rbac", role)
+	f := findingAbout(t, rep, "olm-rbac", role)
 	assert.Nil(t, f.Action, "reported, not acted on")
 	assert.NotNil(t, testCluster.Current(t, role))
 }
@@ -198,16 +200,16 @@ func TestConfirmLeftoversMustBeAbandoned(t *testing.T) {
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{
 		"ClusterServiceVersion.operators.coreos.com", "CustomResourceDefinition.apiextensions.k8s.io", "Operator.operators.coreos.com"}}}
 
-	report := sweep(t, opts, nil)
+	rep := sweep(t, opts, nil)
 
 	for _, obj := range []*unstructured.Unstructured{server, crd, csv} {
 		assert.NotNil(t, testCluster.Current(t, obj), "%s %s stays", obj.GetKind(), obj.GetName())
 	}
-	f := findingAbout(t, report, "operator-leftovers", csv)
+	f := findingAbout(t, rep, "operator-leftovers", csv)
 	assert.Equal(t, rules.SeverityInfo, f.Severity)
 	assert.Nil(t, f.Action)
 	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		if f.Rule == "operator-leftovers" && f.Object.UID == server.GetUID() {
 			assert.Nil(t, f.Action, "OLM's own CSV is never acted on")
 		}
@@ -250,13 +252,13 @@ spec: {holderIdentity: laptop_1f0c, leaseDurationSeconds: 15, renewTime: "RENEWE
 			ns := newNamespace(t)
 			debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
-			report := sweep(t, shippedOptions(t), nil)
+			rep := sweep(t, shippedOptions(t), nil)
 
 			for _, obj := range debris {
 				current := testCluster.Current(t, obj)
 				require.NotNil(t, current, "%s is still there", obj.GetKind())
 				assert.NotEmpty(t, current.GetFinalizers(), "%s keeps its finalizers", obj.GetKind())
-				assert.Nil(t, findingAbout(t, report, "orphaned-finalizers", obj).Action, obj.GetKind())
+				assert.Nil(t, findingAbout(t, rep, "orphaned-finalizers", obj).Action, obj.GetKind())
 			}
 		})
 	}
@@ -311,12 +313,12 @@ data: {release: SDRzSQ==}
 			widget, err := testCluster.Delete(context.Background(), widget)
 			require.NoError(t, err)
 
-			report := sweep(t, shippedOptions(t), nil)
+			rep := sweep(t, shippedOptions(t), nil)
 
 			current := testCluster.Current(t, widget)
 			require.NotNil(t, current, "the Widget is still there")
 			assert.Equal(t, []string{ns + ".test.operator-sweeper.io/cleanup"}, current.GetFinalizers())
-			f := findingAbout(t, report, "orphaned-finalizers", widget)
+			f := findingAbout(t, rep, "orphaned-finalizers", widget)
 			assert.Nil(t, f.Action, f.Reason)
 			assert.Equal(t, "owner still present, it will release "+ns+".test.operator-sweeper.io/cleanup: Helm release "+ns+"/acme", f.Reason)
 		})
@@ -383,13 +385,13 @@ status:
 	opts := shippedOptions(t)
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"Service", "ConfigMap"}}}
 
-	report := sweep(t, opts, nil)
+	rep := sweep(t, opts, nil)
 
 	assert.Nil(t, testCluster.Current(t, core), "the core Service is opted in and goes")
 	assert.NotNil(t, testCluster.Current(t, knative), "Service means the core group only")
 	assert.NotNil(t, testCluster.Current(t, shared), "shared with an operator whose Subscription exists")
-	assert.Equal(t, "opt-in", string(findingAbout(t, report, "operator-leftovers", knative).SkipReason))
-	f := findingAbout(t, report, "operator-leftovers", shared)
+	assert.Equal(t, "opt-in", string(findingAbout(t, rep, "operator-leftovers", knative).SkipReason))
+	f := findingAbout(t, rep, "operator-leftovers", shared)
 	assert.Nil(t, f.Action)
 	assert.Contains(t, f.Evidence, "also listed by Operator shop."+ns+", whose Subscription "+ns+"/shop exists: shared, kept")
 }
@@ -450,16 +452,16 @@ func TestConfirmLostNodesAreJudgedAsKubernetesJudgesThem(t *testing.T) {
 	opts.CatalogPodSlack.Duration, opts.MinAge.Duration = 0, 0 // the debris is seconds old
 	ruleSet, err := opts.RuleSet()
 	require.NoError(t, err)
-	report := newEngine(t, opts, nil, nil, ruleSet...).Run(context.Background())
+	rep := newEngine(t, opts, nil, nil, ruleSet...).Run(context.Background())
 
 	for _, pod := range pods {
 		_, err := testCluster.Kube.CoreV1().Pods(ns).Get(context.Background(), pod.GetName(), metav1.GetOptions{})
 		assert.NoError(t, err, "%s stays", pod.GetName())
 	}
-	for _, f := range ruleFindings(report, "catalog-pods", ns) {
-		assert.NotEqual(t, sweeper.OutcomeApplied, f.Outcome, f.Object.Name)
+	for _, f := range ruleFindings(rep, "catalog-pods", ns) {
+		assert.NotEqual(t, report.OutcomeApplied, f.Outcome, f.Object.Name)
 		if f.Object.Name == "in-outage" {
-			assert.Equal(t, sweeper.ReasonZoneOutage, f.SkipReason, f.Error)
+			assert.Equal(t, report.ReasonZoneOutage, f.SkipReason, f.Error)
 		}
 	}
 }
@@ -491,16 +493,16 @@ func TestConfirmAgesAreMeasuredAgainstTheServersClock(t *testing.T) {
 		})
 	}
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
-	clients, err := sweeper.NewClients(cfg, opts, logger)
+	clients, err := sweeper.NewClients(cfg, opts.ClientConfig(), logger)
 	require.NoError(t, err)
 	require.NoError(t, clients.Ping(context.Background(), cfg.Host))
 	assert.InDelta(t, -time.Hour.Seconds(), time.Until(clients.Clock().Now()).Seconds(), 2, "the server's clock")
 
-	report := (&sweeper.Engine{Options: opts, Clients: clients, Rules: ruleSet, Logger: logger}).Run(context.Background())
+	rep := (&sweeper.Engine{Config: opts.EngineConfig(), Clients: clients, Rules: ruleSet, Logger: logger}).Run(context.Background())
 
 	assert.NotNil(t, testCluster.Current(t, pod), "by the server's clock the pod's grace period has not even begun")
-	for _, f := range ruleFindings(report, "catalog-pods", ns) {
-		assert.NotEqual(t, sweeper.OutcomeApplied, f.Outcome)
+	for _, f := range ruleFindings(rep, "catalog-pods", ns) {
+		assert.NotEqual(t, report.OutcomeApplied, f.Outcome)
 	}
-	assert.WithinDuration(t, time.Now().Add(-time.Hour), report.Metadata.StartTime.Time, 5*time.Second, "the report's times are the server's")
+	assert.WithinDuration(t, time.Now().Add(-time.Hour), rep.Metadata.StartTime.Time, 5*time.Second, "the report's times are the server's")
 }

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 const threeWithFinalizerA = `
@@ -29,8 +29,8 @@ kind: ConfigMap
 metadata: {name: c, namespace: NAMESPACE, finalizers: [test.operator-sweeper.io/a]}
 `
 
-func outcomes(findings []sweeper.FindingResult) map[string]sweeper.Outcome {
-	out := map[string]sweeper.Outcome{}
+func outcomes(findings []report.FindingResult) map[string]report.Outcome {
+	out := map[string]report.Outcome{}
 	for _, f := range findings {
 		out[f.Object.Name] = f.Outcome
 	}
@@ -42,19 +42,19 @@ func TestMaxActionsSkipsTheRest(t *testing.T) {
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
 	opts.MaxActions = 1
-	opts.DryRun = sweeper.DryRunNone
+	opts.DryRun = report.DryRunNone
 
-	report := newEngine(t, opts, nil, nil, releaseA(ns)).Run(context.Background())
+	rep := newEngine(t, opts, nil, nil, releaseA(ns)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	findings := findingsIn(report, ns)
+	require.Empty(t, rep.Errors)
+	findings := findingsIn(rep, ns)
 	require.Len(t, findings, 3)
 	assert.Equal(t, []string{"a", "b", "c"}, []string{findings[0].Object.Name, findings[1].Object.Name, findings[2].Object.Name}, "deterministic order")
-	assert.Equal(t, map[string]sweeper.Outcome{"a": sweeper.OutcomeApplied, "b": sweeper.OutcomeSkipped, "c": sweeper.OutcomeSkipped}, outcomes(findings))
+	assert.Equal(t, map[string]report.Outcome{"a": report.OutcomeApplied, "b": report.OutcomeSkipped, "c": report.OutcomeSkipped}, outcomes(findings))
 	for _, f := range findings[1:] {
 		assert.Equal(t, "limit: --max-actions=1 reached", why(f))
 	}
-	assert.Equal(t, sweeper.Summary{Resources: report.Summary.Resources, Scanned: report.Summary.Scanned, Findings: 3, Applied: 1, Skipped: 2}, report.Summary)
+	assert.Equal(t, report.Summary{Resources: rep.Summary.Resources, Scanned: rep.Summary.Scanned, Findings: 3, Applied: 1, Skipped: 2}, rep.Summary)
 
 	cm, err := testCluster.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "a", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestSecondRunAppliesNothing(t *testing.T) {
 	ns := newNamespace(t)
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
-	opts.DryRun = sweeper.DryRunNone
+	opts.DryRun = report.DryRunNone
 
 	first := newEngine(t, opts, nil, nil, releaseA(ns)).Run(context.Background())
 	require.Equal(t, 3, first.Summary.Applied)
@@ -92,16 +92,16 @@ func TestProtectedNamespacesAreNeverActedOn(t *testing.T) {
 	ns := newNamespace(t)
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
-	opts.DryRun = sweeper.DryRunNone
+	opts.DryRun = report.DryRunNone
 	opts.ProtectedNamespaces = []string{"testprotected*"}
 
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, releaseA(ns)).Run(context.Background())
+	rep := newEngine(t, opts, rec, nil, releaseA(ns)).Run(context.Background())
 
-	findings := findingsIn(report, ns)
+	findings := findingsIn(rep, ns)
 	require.Len(t, findings, 3)
 	for _, f := range findings {
-		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
+		assert.Equal(t, report.OutcomeSkipped, f.Outcome)
 		assert.Equal(t, "protected-namespace: "+ns+" is in --protected-namespaces", why(f))
 	}
 	assert.Empty(t, rec.matching("PATCH", "."))
@@ -118,12 +118,12 @@ func TestAPanickingRuleIsReportedAndTheOthersRun(t *testing.T) {
 	ns := newNamespace(t)
 	terminate(t, ns, stuckPair)
 
-	report := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, stuckTerminating(t, 0)).Run(context.Background())
+	rep := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, stuckTerminating(t, 0)).Run(context.Background())
 
-	require.Len(t, report.Errors, 1)
-	assert.Equal(t, sweeper.ReportError{Stage: "plan", Rule: "panicking", Message: "rule panicked: boom", Fatal: true}, report.Errors[0])
-	assert.True(t, report.Failed(), "a rule's bug fails the run")
-	assert.Len(t, findingsIn(report, ns), 2)
+	require.Len(t, rep.Errors, 1)
+	assert.Equal(t, report.Error{Stage: "plan", Rule: "panicking", Message: "rule panicked: boom", Fatal: true}, rep.Errors[0])
+	assert.True(t, rep.Failed(), "a rule's bug fails the run")
+	assert.Len(t, findingsIn(rep, ns), 2)
 }
 
 func TestRequestsCarryTheUserAgent(t *testing.T) {
@@ -177,8 +177,8 @@ data: {key: value}
 `)
 	probe := &contentProbe{}
 	rec := &recorder{}
-	report := newEngine(t, testOptions(ns), rec, nil, probe).Run(context.Background())
-	require.Empty(t, report.Errors)
+	rep := newEngine(t, testOptions(ns), rec, nil, probe).Run(context.Background())
+	require.Empty(t, rep.Errors)
 	require.NotNil(t, probe.view)
 
 	deployment, ok := probe.view.Get(rules.Deployments.GroupResource(), ns, "logging-operator")
@@ -263,10 +263,10 @@ metadata: {name: held, namespace: NAMESPACE, finalizers: [test.operator-sweeper.
 
 func TestOptInAndDependencies(t *testing.T) {
 	type want struct {
-		outcome sweeper.Outcome
+		outcome report.Outcome
 		err     string
 	}
-	applied := want{outcome: sweeper.OutcomeApplied}
+	applied := want{outcome: report.OutcomeApplied}
 	tests := []struct {
 		name       string
 		optedIn    bool
@@ -276,9 +276,9 @@ func TestOptInAndDependencies(t *testing.T) {
 		{
 			name: "without opt-in, neither the deletes nor what depends on them",
 			want: map[string]want{
-				"doomed-1": {sweeper.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
-				"doomed-2": {sweeper.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
-				"held":     {sweeper.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-1 was not acted on first"},
+				"doomed-1": {report.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
+				"doomed-2": {report.OutcomeSkipped, "opt-in: set rules.test-delete.delete to act"},
+				"held":     {report.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-1 was not acted on first"},
 			},
 		},
 		{
@@ -292,8 +292,8 @@ func TestOptInAndDependencies(t *testing.T) {
 			maxActions: 1,
 			want: map[string]want{
 				"doomed-1": applied,
-				"doomed-2": {sweeper.OutcomeSkipped, "limit: --max-actions=1 reached"},
-				"held":     {sweeper.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-2 was not acted on first"},
+				"doomed-2": {report.OutcomeSkipped, "limit: --max-actions=1 reached"},
+				"held":     {report.OutcomeSkipped, "dependency: ConfigMap NAMESPACE/doomed-2 was not acted on first"},
 			},
 		},
 	}
@@ -302,16 +302,16 @@ func TestOptInAndDependencies(t *testing.T) {
 			ns := newNamespace(t)
 			create(t, ns, doomedAndHeld)
 			opts := testOptions(ns)
-			opts.DryRun = sweeper.DryRunNone
+			opts.DryRun = report.DryRunNone
 			opts.MaxActions = tt.maxActions
 			opts.MinAge.Duration = 0 // the ConfigMaps were created a moment ago: a minute, by this clock
-			report := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(time.Minute)),
+			rep := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(time.Minute)),
 				deleteWithOptIn{namespace: ns, optedIn: tt.optedIn}, releaseAfterDelete{namespace: ns}).Run(context.Background())
 
 			got := map[string]want{}
-			for _, f := range findingsIn(report, ns) {
+			for _, f := range findingsIn(rep, ns) {
 				w := want{outcome: f.Outcome}
-				if f.Outcome != sweeper.OutcomeApplied {
+				if f.Outcome != report.OutcomeApplied {
 					w.err = why(f)
 				}
 				got[f.Object.Name] = w

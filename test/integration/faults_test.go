@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -85,7 +85,7 @@ metadata: {name: fluentd-%d, namespace: NAMESPACE, finalizers: [%s]}
 
 // faultRun is one run of the binary through the proxy.
 type faultRun struct {
-	report sweeper.Report
+	rep report.Report
 	// incomplete is summary.incomplete, nil if the report lacks it.
 	incomplete *bool
 	stdout     string
@@ -120,7 +120,7 @@ func sweepThroughProxy(t *testing.T, proxy *cluster.FaultProxy, d faultDebris, e
 			t.Logf("writes:\n%s", proxyLog(proxyWrites(proxy, ".")))
 		}
 	})
-	require.NoError(t, json.Unmarshal([]byte(run.stdout), &run.report), "stdout: %s\nstderr: %s", run.stdout, run.stderr)
+	require.NoError(t, json.Unmarshal([]byte(run.stdout), &run.rep), "stdout: %s\nstderr: %s", run.stdout, run.stderr)
 	var summary struct {
 		Summary struct {
 			Incomplete *bool `json:"incomplete"`
@@ -182,21 +182,21 @@ func assertComplete(t *testing.T, run faultRun) {
 	if assert.NotNil(t, run.incomplete, "the report has summary.incomplete") {
 		assert.False(t, *run.incomplete, "summary.incomplete")
 	}
-	assert.Empty(t, run.report.Errors)
+	assert.Empty(t, run.rep.Errors)
 }
 
 // assertReleased: each object's orphaned-finalizers finding was applied, and the object is gone
 // from the API server (its only finalizer removed, it was deleted).
 func assertReleased(t *testing.T, run faultRun, objs []*unstructured.Unstructured) {
 	t.Helper()
-	findings := map[string]sweeper.FindingResult{}
-	for _, f := range ruleFindings(&run.report, "orphaned-finalizers", objs[0].GetNamespace()) {
+	findings := map[string]report.FindingResult{}
+	for _, f := range ruleFindings(&run.rep, "orphaned-finalizers", objs[0].GetNamespace()) {
 		findings[f.Object.Kind+"/"+f.Object.Name] = f
 	}
 	for _, obj := range objs {
 		f, ok := findings[obj.GetKind()+"/"+obj.GetName()]
 		if assert.True(t, ok, "a finding for %s %s", obj.GetKind(), obj.GetName()) {
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s %s: %s", obj.GetKind(), obj.GetName(), why(f))
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s", obj.GetKind(), obj.GetName(), why(f))
 		}
 		assert.Nil(t, testCluster.Current(t, obj), "%s %s is released and gone", obj.GetKind(), obj.GetName())
 	}
@@ -252,9 +252,9 @@ func assertStalledListGivenUp(t *testing.T, run faultRun, proxy *cluster.FaultPr
 	if assert.NotNil(t, run.incomplete, "the report has summary.incomplete") {
 		assert.True(t, *run.incomplete, "summary.incomplete: a list failed")
 	}
-	if assert.Len(t, run.report.Errors, 1, "exactly what was not observed: %+v", run.report.Errors) {
-		e := run.report.Errors[0]
-		assert.Equal(t, sweeper.StageObserve, e.Stage)
+	if assert.Len(t, run.rep.Errors, 1, "exactly what was not observed: %+v", run.rep.Errors) {
+		e := run.rep.Errors[0]
+		assert.Equal(t, report.StageObserve, e.Stage)
 		assert.Contains(t, e.Resource, resource)
 		assert.False(t, e.Fatal)
 	}
@@ -286,10 +286,10 @@ func assertResetWriteApplied(t *testing.T, run faultRun, proxy *cluster.FaultPro
 	}
 	assert.True(t, reread, "%s was read again after the reset", name)
 	var found bool
-	for _, f := range ruleFindings(&run.report, "orphaned-finalizers", d.ns) {
+	for _, f := range ruleFindings(&run.rep, "orphaned-finalizers", d.ns) {
 		if f.Object.Kind == "SyslogNGConfig" && f.Object.Name == name {
 			found = true
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", name, why(f))
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s: %s", name, why(f))
 		}
 	}
 	assert.True(t, found, "a finding for %s", name)
@@ -305,7 +305,7 @@ func TestFaultRandomReadErrors(t *testing.T) {
 
 	assertComplete(t, run)
 	assertReleased(t, run, d.all())
-	assert.Equal(t, len(d.all()), run.report.Summary.Applied)
+	assert.Equal(t, len(d.all()), run.rep.Summary.Applied)
 	counts := proxy.Counts()
 	assert.Positive(t, counts.ByFault[cluster.FaultUnavailable], "503s were injected: %v", counts)
 	assert.Positive(t, counts.ByFault[cluster.FaultThrottled], "429s were injected: %v", counts)
@@ -323,8 +323,8 @@ func TestFaultExpiredContinueToken(t *testing.T) {
 	assertComplete(t, run)
 	assert.Equal(t, 1, listRestarts(t, proxy, d.syslogList()), "the list restarted once:\n%s", proxyLog(proxyRequests(proxy, "GET", d.syslogList())))
 	assertReleased(t, run, d.all())
-	assert.Equal(t, len(d.all()), run.report.Summary.Applied, "each object once, though its list was read twice in part")
-	assert.Len(t, ruleFindings(&run.report, "orphaned-finalizers", d.ns), len(d.all()), "no object found twice")
+	assert.Equal(t, len(d.all()), run.rep.Summary.Applied, "each object once, though its list was read twice in part")
+	assert.Len(t, ruleFindings(&run.rep, "orphaned-finalizers", d.ns), len(d.all()), "no object found twice")
 }
 
 // TestFaultStalledList: one resource's list stalls longer than every attempt of
@@ -341,7 +341,7 @@ func TestFaultStalledList(t *testing.T) {
 	assertStalledListGivenUp(t, run, proxy, d.fluentdList(), "fluentdconfigs.logging.banzaicloud.io")
 	assertUntouched(t, proxy, d.fluentdObjects(), d.fluentds)
 	assertReleased(t, run, d.syslogs)
-	assert.Equal(t, len(d.syslogs), run.report.Summary.Applied)
+	assert.Equal(t, len(d.syslogs), run.rep.Summary.Applied)
 }
 
 // TestFaultConnectionResetAfterPatch: the connection is reset after a PATCH reached the server
@@ -356,7 +356,7 @@ func TestFaultConnectionResetAfterPatch(t *testing.T) {
 	assertComplete(t, run)
 	assertResetWriteApplied(t, run, proxy, d)
 	assertReleased(t, run, d.all())
-	assert.Equal(t, len(d.all()), run.report.Summary.Applied)
+	assert.Equal(t, len(d.all()), run.rep.Summary.Applied)
 }
 
 // TestFaultAllAtOnce: the four faults in one run, with the outcomes of each.
@@ -380,6 +380,6 @@ func TestFaultAllAtOnce(t *testing.T) {
 	listRestarts(t, proxy, d.syslogList()) // more than once if a restart drew a 503 or 429
 	assertResetWriteApplied(t, run, proxy, d)
 	assertReleased(t, run, d.syslogs)
-	assert.Equal(t, len(d.syslogs), run.report.Summary.Applied)
+	assert.Equal(t, len(d.syslogs), run.rep.Summary.Applied)
 	t.Logf("%s, %d requests, faults %v", run.took, len(proxy.Requests()), proxy.Counts().ByFault)
 }

@@ -19,10 +19,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // chromium is the browser the HTML report is opened in: Debian's package chromium, which
@@ -49,13 +48,13 @@ func TestBinaryHTMLReport(t *testing.T) {
 	require.NoError(t, os.WriteFile(page, []byte(stdout), 0o600))
 	data, err := os.ReadFile(reportFile)
 	require.NoError(t, err)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal(data, &report))
-	wantIn := map[string]int{nsF1: len(findingsIn(&report, nsF1)), nsF4: len(findingsIn(&report, nsF4))}
+	var rep report.Report
+	require.NoError(t, json.Unmarshal(data, &rep))
+	wantIn := map[string]int{nsF1: len(findingsIn(&rep, nsF1)), nsF4: len(findingsIn(&rep, nsF4))}
 	require.Positive(t, wantIn[nsF1], "F1 has findings")
 	require.Positive(t, wantIn[nsF4], "F4 has findings")
 	byRule := map[string]int{}
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		byRule[f.Rule]++
 	}
 	require.Contains(t, byRule, "orphaned-finalizers")
@@ -65,16 +64,16 @@ func TestBinaryHTMLReport(t *testing.T) {
 
 	var cluster, mode string
 	b.run(t, chromedp.Text("#meta-cluster", &cluster, chromedp.ByQuery), chromedp.Text("#meta-mode", &mode, chromedp.ByQuery))
-	assert.Equal(t, report.Metadata.Cluster, cluster)
+	assert.Equal(t, rep.Metadata.Cluster, cluster)
 	assert.Equal(t, "--dry-run=client", mode)
 
 	all := b.findings(t)
-	require.Len(t, all, len(report.Findings), "one element per finding")
-	assert.Equal(t, len(report.Findings), countVisible(all, nil), "all shown")
+	require.Len(t, all, len(rep.Findings), "one element per finding")
+	assert.Equal(t, len(rep.Findings), countVisible(all, nil), "all shown")
 	for ns, want := range wantIn {
 		assert.Equal(t, want, countVisible(all, func(f pageFinding) bool { return f.Namespace == ns }), "findings in %s", ns)
 	}
-	assert.Equal(t, fmt.Sprint(len(report.Findings)), b.text(t, "#shown-count"))
+	assert.Equal(t, fmt.Sprint(len(rep.Findings)), b.text(t, "#shown-count"))
 
 	b.choose(t, "#filter-rule", "orphaned-finalizers")
 	shown := b.findings(t)
@@ -98,7 +97,7 @@ func TestBinaryHTMLReport(t *testing.T) {
 	assert.Equal(t, fmt.Sprint(wantIn[nsF1]), b.text(t, "#shown-count"))
 
 	b.run(t, chromedp.Click("#filter-reset", chromedp.ByQuery))
-	assert.Equal(t, len(report.Findings), countVisible(b.findings(t), nil), "show all")
+	assert.Equal(t, len(rep.Findings), countVisible(b.findings(t), nil), "show all")
 
 	b.checkQuiet(t)
 }

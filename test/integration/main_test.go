@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
@@ -137,8 +139,8 @@ func remove(t testing.TB, objs []*unstructured.Unstructured) {
 }
 
 // testOptions are the defaults with the namespace filter set to namespace, if any.
-func testOptions(namespace string) sweeper.Options {
-	opts := sweeper.DefaultOptions()
+func testOptions(namespace string) options.Options {
+	opts := options.Default()
 	opts.Version = "test"
 	opts.Cluster = "envtest"
 	if namespace != "" {
@@ -148,7 +150,7 @@ func testOptions(namespace string) sweeper.Options {
 }
 
 // newEngine returns an engine on the test cluster. rec, if not nil, records every request.
-func newEngine(t testing.TB, opts sweeper.Options, rec *recorder, clk clock.PassiveClock, ruleSet ...rules.Rule) *sweeper.Engine {
+func newEngine(t testing.TB, opts options.Options, rec *recorder, clk clock.PassiveClock, ruleSet ...rules.Rule) *sweeper.Engine {
 	t.Helper()
 	require.NoError(t, opts.Validate())
 	cfg := rest.CopyConfig(testCluster.Config)
@@ -158,12 +160,12 @@ func newEngine(t testing.TB, opts sweeper.Options, rec *recorder, clk clock.Pass
 	var level slog.Level
 	require.NoError(t, level.UnmarshalText([]byte(opts.LogLevel)))
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
-	clients, err := sweeper.NewClients(cfg, opts, logger)
+	clients, err := sweeper.NewClients(cfg, opts.ClientConfig(), logger)
 	require.NoError(t, err)
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &sweeper.Engine{Options: opts, Clients: clients, Rules: ruleSet, Clock: clk, Logger: logger}
+	return &sweeper.Engine{Config: opts.EngineConfig(), Clients: clients, Rules: ruleSet, Clock: clk, Logger: logger}
 }
 
 // stuckTerminating is rule stuck-terminating with threshold minAge.
@@ -189,9 +191,9 @@ func orphanedFinalizers(t testing.TB) rules.OrphanedFinalizers {
 }
 
 // findingsIn returns the report's findings about objects in namespace (or named namespace).
-func findingsIn(report *sweeper.Report, namespace string) []sweeper.FindingResult {
-	var out []sweeper.FindingResult
-	for _, f := range report.Findings {
+func findingsIn(rep *report.Report, namespace string) []report.FindingResult {
+	var out []report.FindingResult
+	for _, f := range rep.Findings {
 		if f.Object.Namespace == namespace || (f.Object.Kind == "Namespace" && f.Object.Name == namespace) {
 			out = append(out, f)
 		}
@@ -200,7 +202,7 @@ func findingsIn(report *sweeper.Report, namespace string) []sweeper.FindingResul
 }
 
 // why is what a skipped or failed action's report says of it, as "reason: detail".
-func why(f sweeper.FindingResult) string {
+func why(f report.FindingResult) string {
 	return string(cmp.Or(f.SkipReason, f.FailReason)) + ": " + f.Error
 }
 

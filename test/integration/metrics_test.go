@@ -16,8 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
 )
 
@@ -30,12 +31,12 @@ func startGateway(t *testing.T, opts pushgateway.Options) *pushgateway.Gateway {
 }
 
 // runReport runs the binary and decodes its JSON report.
-func runReport(t *testing.T, args ...string) (*sweeper.Report, string, int) {
+func runReport(t *testing.T, args ...string) (*report.Report, string, int) {
 	t.Helper()
 	stdout, stderr, code := runBinary(t, append(args, "-o", "json", "--log-level=warn")...)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), "stdout: %s\nstderr: %s", stdout, stderr)
-	return &report, stderr, code
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), "stdout: %s\nstderr: %s", stdout, stderr)
+	return &rep, stderr, code
 }
 
 func scrape(t *testing.T, gw *pushgateway.Gateway) map[string]*dto.MetricFamily {
@@ -58,7 +59,7 @@ func single(t *testing.T, families map[string]*dto.MetricFamily, name string, la
 
 // wantSeries is what the findings and actions families must hold for a report: a count per
 // label set, and explicit zeros for the rules' unused severities.
-func wantSeries(t *testing.T, report *sweeper.Report, group map[string]string) (findings, actions map[string]float64) {
+func wantSeries(t *testing.T, rep *report.Report, group map[string]string) (findings, actions map[string]float64) {
 	t.Helper()
 	key := func(extra ...string) string {
 		labels := map[string]string{}
@@ -71,10 +72,10 @@ func wantSeries(t *testing.T, report *sweeper.Report, group map[string]string) (
 		return labelString(labels)
 	}
 	findings, actions = map[string]float64{}, map[string]float64{}
-	ruleSet, err := sweeper.DefaultOptions().RuleSet() // every rule runs by default
+	ruleSet, err := options.Default().RuleSet() // every rule runs by default
 	require.NoError(t, err)
-	done := map[sweeper.DryRunMode]sweeper.Outcome{sweeper.DryRunClient: sweeper.OutcomePlanned, sweeper.DryRunServer: sweeper.OutcomeDryRun,
-		sweeper.DryRunNone: sweeper.OutcomeApplied}[report.Metadata.Mode]
+	done := map[report.DryRunMode]report.Outcome{report.DryRunClient: report.OutcomePlanned, report.DryRunServer: report.OutcomeDryRun,
+		report.DryRunNone: report.OutcomeApplied}[rep.Metadata.Mode]
 	for _, rule := range ruleSet {
 		for _, severity := range []string{"info", "warning"} {
 			findings[key("rule", rule.Name(), "severity", severity)] = 0
@@ -82,13 +83,13 @@ func wantSeries(t *testing.T, report *sweeper.Report, group map[string]string) (
 		// Each action a rule may take is there, 0 if none was.
 		if acting, ok := rule.(rules.Authorized); ok {
 			for _, action := range acting.ActionTypes() {
-				for _, outcome := range []sweeper.Outcome{done, sweeper.OutcomeFailed, sweeper.OutcomeSkipped} {
+				for _, outcome := range []report.Outcome{done, report.OutcomeFailed, report.OutcomeSkipped} {
 					actions[key("rule", rule.Name(), "action", action, "outcome", string(outcome), "reason", "")] = 0
 				}
 			}
 		}
 	}
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		findings[key("rule", f.Rule, "severity", string(f.Severity))]++
 		if f.Action != nil {
 			actions[key("rule", f.Rule, "action", f.Action.Type, "outcome", string(f.Outcome), "reason", string(cmp.Or(f.SkipReason, f.FailReason)))]++
@@ -186,17 +187,17 @@ func TestPushgatewayDown(t *testing.T) {
 	require.NoError(t, gw.Stop()) // down, from the start
 	args := []string{"--pushgateway-url", url, "--include-namespaces", newNamespace(t), "--rules=stuck-terminating"}
 
-	report, stderr, code := runReport(t, args...)
+	rep, stderr, code := runReport(t, args...)
 	assert.Equal(t, 0, code, "a failed push alone does not fail the run: %s", stderr)
-	require.NotEmpty(t, report.Errors)
-	last := report.Errors[len(report.Errors)-1]
+	require.NotEmpty(t, rep.Errors)
+	last := rep.Errors[len(rep.Errors)-1]
 	assert.Equal(t, "push", last.Stage)
 	assert.Contains(t, last.Message, "push metrics to "+url)
 	assert.Contains(t, last.Message, "connection refused")
 
-	report, stderr, code = runReport(t, append(args, "--require-push")...)
+	rep, stderr, code = runReport(t, append(args, "--require-push")...)
 	assert.Equal(t, 1, code)
-	assert.Equal(t, "push", report.Errors[len(report.Errors)-1].Stage, "the report is printed in full")
+	assert.Equal(t, "push", rep.Errors[len(rep.Errors)-1].Stage, "the report is printed in full")
 	assert.Contains(t, stderr, "error: sweep incomplete: push metrics to "+url)
 	assert.Contains(t, stderr, "(--require-push)")
 }
@@ -210,15 +211,15 @@ func TestPushgatewayBasicAuth(t *testing.T) {
 	ns := newNamespace(t)
 	args := []string{"--pushgateway-url", gw.URL, "--pushgateway-username", "sweeper", "--include-namespaces", ns, "--rules=stuck-terminating", "--cluster", "auth-" + ns}
 
-	report, stderr, code := runReport(t, append(args, "--pushgateway-password-file", right)...)
+	rep, stderr, code := runReport(t, append(args, "--pushgateway-password-file", right)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, report.Errors)
+	assert.Empty(t, rep.Errors)
 	families := scrape(t, gw)
-	assert.Equal(t, float64(report.Summary.Scanned), single(t, families, "operator_sweeper_objects_scanned", map[string]string{"cluster": "auth-" + ns}))
+	assert.Equal(t, float64(rep.Summary.Scanned), single(t, families, "operator_sweeper_objects_scanned", map[string]string{"cluster": "auth-" + ns}))
 
-	report, stderr, code = runReport(t, append(args, "--pushgateway-password-file", wrong, "--require-push")...)
+	rep, stderr, code = runReport(t, append(args, "--pushgateway-password-file", wrong, "--require-push")...)
 	assert.Equal(t, 1, code)
-	require.NotEmpty(t, report.Errors)
-	assert.Contains(t, report.Errors[len(report.Errors)-1].Message, "unexpected status code 401")
+	require.NotEmpty(t, rep.Errors)
+	assert.Contains(t, rep.Errors[len(rep.Errors)-1].Message, "unexpected status code 401")
 	assert.Contains(t, stderr, "unexpected status code 401")
 }

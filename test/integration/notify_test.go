@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/notify"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
 )
 
@@ -66,11 +67,11 @@ func TestNotify(t *testing.T) {
 	seeded(t)(testCluster.SeedF4(context.Background(), ns))
 	cluster := "notify-" + ns
 
-	report, stderr, code := runReport(t, "--config", orphansConfig(t, ns), "--include-namespaces", ns, "--rules=orphaned-finalizers", "--dry-run=none", "--min-terminating-age=0s",
+	rep, stderr, code := runReport(t, "--config", orphansConfig(t, ns), "--include-namespaces", ns, "--rules=orphaned-finalizers", "--dry-run=none", "--min-terminating-age=0s",
 		"--min-age=0s", "--cluster", cluster, "--pushgateway-url", gw.URL, "--notify-url", rcv.URL+notifySecret)
 	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, report.Errors)
-	require.GreaterOrEqual(t, report.Summary.Applied, 3, "F4's three objects are released")
+	assert.Empty(t, rep.Errors)
+	require.GreaterOrEqual(t, rep.Summary.Applied, 3, "F4's three objects are released")
 
 	got := rcv.received()
 	require.Len(t, got, 1, "one notification")
@@ -79,15 +80,15 @@ func TestNotify(t *testing.T) {
 	assert.Equal(t, "application/json", got[0].contentType)
 	var raw map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(got[0].body, &raw))
-	var n sweeper.Notification
+	var n notify.Notification
 	require.NoError(t, json.Unmarshal(got[0].body, &n))
-	assert.Equal(t, sweeper.NotificationKind, n.Kind)
+	assert.Equal(t, notify.NotificationKind, n.Kind)
 	assert.Equal(t, cluster, n.Metadata.Cluster)
-	assert.Equal(t, sweeper.DryRunNone, n.Metadata.Mode)
-	assert.Equal(t, report.Summary, n.Summary)
+	assert.Equal(t, report.DryRunNone, n.Metadata.Mode)
+	assert.Equal(t, rep.Summary, n.Summary)
 	assert.Empty(t, n.Errors)
-	var actions []sweeper.FindingResult
-	for _, f := range report.Findings {
+	var actions []report.FindingResult
+	for _, f := range rep.Findings {
 		if f.Action != nil {
 			require.NotNil(t, f.Before, "the report keeps the pre-image of %s", f.Object)
 			actions = append(actions, f)
@@ -103,7 +104,7 @@ func TestNotify(t *testing.T) {
 	}
 	released := 0
 	for _, f := range n.Findings {
-		if f.Rule == "orphaned-finalizers" && f.Outcome == sweeper.OutcomeApplied && (f.Object.Namespace == ns || f.Object.Name == ns) {
+		if f.Rule == "orphaned-finalizers" && f.Outcome == report.OutcomeApplied && (f.Object.Namespace == ns || f.Object.Name == ns) {
 			released++
 		}
 	}
@@ -164,10 +165,10 @@ func TestNotifyFailing(t *testing.T) {
 	args := []string{"--include-namespaces", ns, "--rules=stuck-terminating", "--cluster", cluster, "--pushgateway-url", gw.URL,
 		"--notify-url", rcv.URL + notifySecret, "--notify-on=always"}
 
-	report, stderr, code := runReport(t, args...)
+	rep, stderr, code := runReport(t, args...)
 	assert.Equal(t, 0, code, "a failed notification alone does not fail the run: %s", stderr)
-	assert.Equal(t, []sweeper.ReportError{{Stage: "notify", Message: "send the notification to " + rcv.URL + "/…: 500 Internal Server Error: Internal Server Error"}},
-		notifyErrors(report))
+	assert.Equal(t, []report.Error{{Stage: "notify", Message: "send the notification to " + rcv.URL + "/…: 500 Internal Server Error: Internal Server Error"}},
+		notifyErrors(rep))
 	assert.Len(t, rcv.received(), 2, "a 5xx is tried once more")
 	assert.Contains(t, stderr, "notification not sent")
 	assert.NotContains(t, stderr, notifySecret)
@@ -176,9 +177,9 @@ func TestNotifyFailing(t *testing.T) {
 
 	stdout, stderr, code := runBinary(t, append(args, "--require-notify", "-o", "json")...)
 	assert.Equal(t, 1, code)
-	report = &sweeper.Report{}
-	require.NoError(t, json.Unmarshal([]byte(stdout), report), "the report is printed in full")
-	errs := notifyErrors(report)
+	rep = &report.Report{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), rep), "the report is printed in full")
+	errs := notifyErrors(rep)
 	require.Len(t, errs, 1)
 	assert.True(t, errs[0].Fatal, "--require-notify")
 	assert.Contains(t, stderr, "error: sweep incomplete: notify: send the notification to "+rcv.URL+"/…: 500 Internal Server Error")
@@ -188,10 +189,10 @@ func TestNotifyFailing(t *testing.T) {
 }
 
 // notifyErrors are the report's errors of stage notify.
-func notifyErrors(report *sweeper.Report) []sweeper.ReportError {
-	var errs []sweeper.ReportError
-	for _, e := range report.Errors {
-		if e.Stage == sweeper.StageNotify {
+func notifyErrors(rep *report.Report) []report.Error {
+	var errs []report.Error
+	for _, e := range rep.Errors {
+		if e.Stage == report.StageNotify {
 			errs = append(errs, e)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -27,12 +27,12 @@ func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 			subB, err := testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Get(context.Background(), "etcd", metav1.GetOptions{})
 			require.NoError(t, err)
 
-			report := sweep(t, sweepOptions(), nil)
+			rep := sweep(t, sweepOptions(), nil)
 
-			findings := ruleFindings(report, "installplan-owners", ns)
+			findings := ruleFindings(rep, "installplan-owners", ns)
 			require.Len(t, findings, 1)
 			f := findings[0]
-			assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
+			assert.Equal(t, report.OutcomeApplied, f.Outcome, f.Error)
 			assert.Equal(t, "not owned by Subscription etcd, which uses it (operator-lifecycle-manager#3199); its owner is a deleted Subscription", f.Reason)
 			require.NotNil(t, f.Action)
 			assert.Equal(t, "SetOwnerReferences", f.Action.Type)
@@ -62,10 +62,10 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 	opts.MinAge.Duration = 0 // the pods were created a moment ago
 	ruleSet, err := opts.RuleSet()
 	require.NoError(t, err)
-	report := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(2*time.Minute)), ruleSet...).Run(context.Background())
+	rep := newEngine(t, opts, nil, clocktesting.NewFakePassiveClock(time.Now().Add(2*time.Minute)), ruleSet...).Run(context.Background())
 
-	findings := map[string]sweeper.FindingResult{}
-	for _, f := range ruleFindings(report, "catalog-pods", ns) {
+	findings := map[string]report.FindingResult{}
+	for _, f := range ruleFindings(rep, "catalog-pods", ns) {
 		findings[f.Object.Name] = f
 	}
 	for pod, lost := range cluster.F5Pods {
@@ -77,7 +77,7 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 			continue
 		}
 		assert.True(t, apierrors.IsNotFound(err), "%s is force-deleted: %v", pod, err)
-		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
+		assert.Equal(t, report.OutcomeApplied, f.Outcome, f.Error)
 		require.NotNil(t, f.Action)
 		assert.Equal(t, "Delete", f.Action.Type)
 		assert.Equal(t, ptr.To[int64](0), f.Action.GracePeriodSeconds)
@@ -95,9 +95,9 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	for _, obj := range objs {
 		byKind[obj.GetKind()] = obj
 	}
-	leftovers := func(report *sweeper.Report) map[string]sweeper.FindingResult {
-		out := map[string]sweeper.FindingResult{}
-		for _, f := range report.Findings {
+	leftovers := func(rep *report.Report) map[string]report.FindingResult {
+		out := map[string]report.FindingResult{}
+		for _, f := range rep.Findings {
 			for _, obj := range objs {
 				if f.Rule == "operator-leftovers" && f.Object.UID == obj.GetUID() {
 					out[f.Object.Kind] = f
@@ -107,13 +107,13 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 		return out
 	}
 
-	report := sweep(t, sweepOptions(), nil)
+	rep := sweep(t, sweepOptions(), nil)
 
-	findings := leftovers(report)
+	findings := leftovers(rep)
 	require.Len(t, findings, 5, "one finding for each ref, and the Operator")
 	for kind, f := range findings {
 		assert.Equal(t, "subscription deleted; left behind", f.Reason, kind)
-		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome, kind)
+		assert.Equal(t, report.OutcomeSkipped, f.Outcome, kind)
 		groupKind := schema.FromAPIVersionAndKind(f.Object.APIVersion, kind).GroupKind()
 		assert.Equal(t, "opt-in: set rules.operator-leftovers.delete: ["+groupKind.String()+"] to act", why(f), kind)
 	}
@@ -125,16 +125,16 @@ func TestF2SubscriptionLeftovers(t *testing.T) {
 	opts := sweepOptions()
 	opts.RuleConfigs = map[string]rules.RuleConfig{"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{
 		"ClusterServiceVersion.operators.coreos.com", "InstallPlan.operators.coreos.com"}}}}
-	report = sweep(t, opts, nil)
+	rep = sweep(t, opts, nil)
 
-	findings = leftovers(report)
-	assert.Equal(t, sweeper.OutcomeApplied, findings["ClusterServiceVersion"].Outcome, findings["ClusterServiceVersion"].Error)
-	assert.Equal(t, sweeper.OutcomeApplied, findings["InstallPlan"].Outcome, findings["InstallPlan"].Error)
+	findings = leftovers(rep)
+	assert.Equal(t, report.OutcomeApplied, findings["ClusterServiceVersion"].Outcome, findings["ClusterServiceVersion"].Error)
+	assert.Equal(t, report.OutcomeApplied, findings["InstallPlan"].Outcome, findings["InstallPlan"].Error)
 	for _, kind := range []string{"ClusterServiceVersion", "InstallPlan"} {
 		assert.Nil(t, testCluster.Current(t, byKind[kind]), "%s deleted", kind)
 	}
 	for _, kind := range []string{"ClusterRole", "CustomResourceDefinition", "Operator"} {
-		assert.Equal(t, sweeper.OutcomeSkipped, findings[kind].Outcome, kind)
+		assert.Equal(t, report.OutcomeSkipped, findings[kind].Outcome, kind)
 		assert.NotNil(t, testCluster.Current(t, byKind[kind]), "%s kept", kind)
 	}
 }

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -35,14 +36,14 @@ func deployment(manifest string, replicas string) string {
 }
 
 // sweepOptions walk the whole cluster with every rule and apply.
-func sweepOptions() sweeper.Options {
+func sweepOptions() options.Options {
 	opts := testOptions("")
-	opts.DryRun = sweeper.DryRunNone
+	opts.DryRun = report.DryRunNone
 	return opts
 }
 
 // sweep runs the configured rules an hour from now.
-func sweep(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
+func sweep(t *testing.T, opts options.Options, rec *recorder) *report.Report {
 	t.Helper()
 	return sweepChanging(t, opts, rec, nil)
 }
@@ -51,7 +52,7 @@ func sweep(t *testing.T, opts sweeper.Options, rec *recorder) *sweeper.Report {
 // view and the first read that confirms an action or write: where a controller may change the
 // cluster under the sweeper. The engine plans every rule before it acts: change runs as the plan
 // of a rule of its own.
-func sweepChanging(t *testing.T, opts sweeper.Options, rec *recorder, change func()) *sweeper.Report {
+func sweepChanging(t *testing.T, opts options.Options, rec *recorder, change func()) *report.Report {
 	t.Helper()
 	ruleSet, err := opts.RuleSet()
 	require.NoError(t, err)
@@ -72,9 +73,9 @@ func (r changeBeforeActing) Plan(context.Context, *rules.View) []rules.Finding {
 }
 
 // ruleFindings returns the findings of rule about objects in namespace, or named namespace.
-func ruleFindings(report *sweeper.Report, rule, namespace string) []sweeper.FindingResult {
-	var out []sweeper.FindingResult
-	for _, f := range report.Findings {
+func ruleFindings(rep *report.Report, rule, namespace string) []report.FindingResult {
+	var out []report.FindingResult
+	for _, f := range rep.Findings {
 		if f.Rule == rule && (f.Object.Namespace == namespace || f.Object.Name == namespace || slices.Contains([]string{namespace + "-role", namespace + "-binding", namespace + "-webhook"}, f.Object.Name)) {
 			out = append(out, f)
 		}
@@ -82,8 +83,8 @@ func ruleFindings(report *sweeper.Report, rule, namespace string) []sweeper.Find
 	return out
 }
 
-func byKind(findings []sweeper.FindingResult) map[string]sweeper.FindingResult {
-	out := map[string]sweeper.FindingResult{}
+func byKind(findings []report.FindingResult) map[string]report.FindingResult {
+	out := map[string]report.FindingResult{}
 	for _, f := range findings {
 		out[f.Object.Kind] = f
 	}
@@ -99,17 +100,17 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 
 	// --dry-run=server sends the writes and changes nothing.
 	serverOpts := sweepOptions()
-	serverOpts.DryRun = sweeper.DryRunServer
-	report := sweep(t, serverOpts, nil)
-	for _, f := range ruleFindings(report, "orphaned-finalizers", ns) {
-		assert.Equal(t, sweeper.OutcomeDryRun, f.Outcome, "%s %s", f.Object.Kind, f.Error)
+	serverOpts.DryRun = report.DryRunServer
+	rep := sweep(t, serverOpts, nil)
+	for _, f := range ruleFindings(rep, "orphaned-finalizers", ns) {
+		assert.Equal(t, report.OutcomeDryRun, f.Outcome, "%s %s", f.Object.Kind, f.Error)
 	}
 	for _, obj := range debris {
 		assert.NotNil(t, testCluster.Current(t, obj), "%s survives a server-side dry run", obj.GetKind())
 	}
 
-	report = sweep(t, sweepOptions(), nil)
-	findings := byKind(ruleFindings(report, "orphaned-finalizers", ns))
+	rep = sweep(t, sweepOptions(), nil)
+	findings := byKind(ruleFindings(rep, "orphaned-finalizers", ns))
 	require.Len(t, findings, 3)
 	want := map[string][]string{
 		"Logging":        {fluentdFinalizer, syslogNGFinalizer, telemetryFinalizer},
@@ -118,7 +119,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	}
 	for kind, finalizers := range want {
 		f := findings[kind]
-		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
+		assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
 		assert.Equal(t, "warning", string(f.Severity))
 		require.NotNil(t, f.Action)
 		assert.Equal(t, "RemoveFinalizers", f.Action.Type)
@@ -153,9 +154,9 @@ func TestF4OperatorStillRunning(t *testing.T) {
 	create(t, ns, deployment(cluster.LoggingOperator, "1"))
 	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
-	report := sweep(t, sweepOptions(), nil)
+	rep := sweep(t, sweepOptions(), nil)
 
-	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 3)
 	for _, f := range findings {
 		assert.Nil(t, f.Action, "%s: no action", f.Object.Kind)
@@ -180,14 +181,14 @@ func TestF1OLMScaledToZero(t *testing.T) {
 	opts := sweepOptions()
 	opts.RuleConfigs = map[string]rules.RuleConfig{"olm-rbac": {Args: rules.OLMRBACArgs{Delete: true}}}
 
-	report := sweep(t, opts, nil)
+	rep := sweep(t, opts, nil)
 
-	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 1)
 	assert.Equal(t, "warning", string(findings[0].Severity))
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+csvCleanup+": Deployment "+ns+"/olm-operator", findings[0].Reason)
 	assert.Nil(t, findings[0].Action)
-	assert.Empty(t, ruleFindings(report, "olm-rbac", ns), "OLM will clean up its RBAC when it is back")
+	assert.Empty(t, ruleFindings(rep, "olm-rbac", ns), "OLM will clean up its RBAC when it is back")
 	assert.Equal(t, []string{csvCleanup}, testCluster.Current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
 		assert.NotNil(t, testCluster.Current(t, obj), "%s untouched", obj.GetKind())
@@ -205,19 +206,19 @@ func TestF1OLMUninstalled(t *testing.T) {
 	opts.RuleConfigs = map[string]rules.RuleConfig{"olm-rbac": {Args: rules.OLMRBACArgs{Delete: true}}}
 	rec := &recorder{}
 
-	report := sweep(t, opts, rec)
+	rep := sweep(t, opts, rec)
 
-	rbacFindings := byKind(ruleFindings(report, "olm-rbac", ns))
+	rbacFindings := byKind(ruleFindings(rep, "olm-rbac", ns))
 	require.Len(t, rbacFindings, 3)
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"} {
 		f := rbacFindings[kind]
-		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
+		assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s: %s", kind, f.Error)
 		assert.Equal(t, "Delete", f.Action.Type)
 		assert.Equal(t, "ClusterServiceVersion "+ns+"/etcdoperator.v0.9.4 is terminating and OLM is gone; its "+kind+" is left behind", f.Reason)
 	}
-	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
+	csvFindings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, csvFindings, 1)
-	assert.Equal(t, sweeper.OutcomeApplied, csvFindings[0].Outcome, csvFindings[0].Error)
+	assert.Equal(t, report.OutcomeApplied, csvFindings[0].Outcome, csvFindings[0].Error)
 	assert.Equal(t, []string{csvCleanup}, csvFindings[0].Action.Finalizers)
 
 	for _, obj := range append(rbac, csv) {
@@ -248,15 +249,15 @@ func TestF1WithoutOptIn(t *testing.T) {
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
 
-	report := sweep(t, sweepOptions(), nil)
+	rep := sweep(t, sweepOptions(), nil)
 
-	for _, f := range ruleFindings(report, "olm-rbac", ns) {
-		assert.Equal(t, sweeper.OutcomeSkipped, f.Outcome)
+	for _, f := range ruleFindings(rep, "olm-rbac", ns) {
+		assert.Equal(t, report.OutcomeSkipped, f.Outcome)
 		assert.Equal(t, "opt-in: set rules.olm-rbac.delete to act", why(f))
 	}
-	csvFindings := ruleFindings(report, "orphaned-finalizers", ns)
+	csvFindings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, csvFindings, 1)
-	assert.Equal(t, sweeper.OutcomeSkipped, csvFindings[0].Outcome)
+	assert.Equal(t, report.OutcomeSkipped, csvFindings[0].Outcome)
 	assert.Equal(t, "dependency: ClusterRoleBinding.rbac.authorization.k8s.io "+ns+"-binding was not acted on first", why(csvFindings[0]))
 	assert.Equal(t, []string{csvCleanup}, testCluster.Current(t, csv).GetFinalizers())
 	for _, obj := range rbac {
@@ -290,11 +291,11 @@ metadata:
 	opts := sweepOptions()
 	opts.Finalizers = []rules.FinalizerOwner{{Pattern: "live.test.operator-sweeper.io/*", Controllers: []rules.Controller{{Kind: "Deployment", Namespace: ns, Name: "live-operator"}}}}
 
-	report := sweep(t, opts, nil)
+	rep := sweep(t, opts, nil)
 
-	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 1)
-	assert.Equal(t, sweeper.OutcomeApplied, findings[0].Outcome, findings[0].Error)
+	assert.Equal(t, report.OutcomeApplied, findings[0].Outcome, findings[0].Error)
 	assert.Equal(t, []string{syslogNGFinalizer}, findings[0].Action.Finalizers)
 	assert.Equal(t, []string{"kubernetes", "live.test.operator-sweeper.io/keep"}, testCluster.Current(t, obj).GetFinalizers())
 }
@@ -309,8 +310,8 @@ metadata: {name: young, namespace: NAMESPACE, finalizers: [syslogngconfig.loggin
 	// Now, not an hour ahead: the object is seconds old.
 	ruleSet, err := sweepOptions().RuleSet()
 	require.NoError(t, err)
-	report := newEngine(t, sweepOptions(), nil, nil, ruleSet...).Run(context.Background())
-	assert.Empty(t, ruleFindings(report, "orphaned-finalizers", ns))
+	rep := newEngine(t, sweepOptions(), nil, nil, ruleSet...).Run(context.Background())
+	assert.Empty(t, ruleFindings(rep, "orphaned-finalizers", ns))
 	assert.Equal(t, []string{syslogNGFinalizer}, testCluster.Current(t, young).GetFinalizers())
 
 	mystery := terminate(t, ns, `
@@ -318,9 +319,9 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: mystery, namespace: NAMESPACE, finalizers: [mystery.example.com/hold]}
 `)[0]
-	report = sweep(t, sweepOptions(), nil)
-	var findings []sweeper.FindingResult
-	for _, f := range ruleFindings(report, "orphaned-finalizers", ns) {
+	rep = sweep(t, sweepOptions(), nil)
+	var findings []report.FindingResult
+	for _, f := range ruleFindings(rep, "orphaned-finalizers", ns) {
 		if f.Object.Name == "mystery" {
 			findings = append(findings, f)
 		}
@@ -351,14 +352,14 @@ metadata: {name: c, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.ba
 	opts := sweepOptions()
 	opts.MaxActions = 1
 
-	report := sweep(t, opts, nil)
+	rep := sweep(t, opts, nil)
 
-	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 3)
-	assert.Equal(t, map[string]sweeper.Outcome{"a": sweeper.OutcomeApplied, "b": sweeper.OutcomeSkipped, "c": sweeper.OutcomeSkipped}, outcomes(findings))
+	assert.Equal(t, map[string]report.Outcome{"a": report.OutcomeApplied, "b": report.OutcomeSkipped, "c": report.OutcomeSkipped}, outcomes(findings))
 	assert.Equal(t, "limit: --max-actions=1 reached", why(findings[1]))
-	assert.Equal(t, 1, report.Summary.Applied)
-	assert.Equal(t, 2, report.Summary.Skipped)
+	assert.Equal(t, 1, rep.Summary.Applied)
+	assert.Equal(t, 2, rep.Summary.Skipped)
 }
 
 // TestFinalizersChangeBetweenPlanAndApply: another controller releases its own finalizer right
@@ -385,12 +386,12 @@ metadata:
 		require.NoError(t, err)
 	})
 
-	report := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), orphanedFinalizers(t)).Run(context.Background())
+	rep := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), orphanedFinalizers(t)).Run(context.Background())
 
-	findings := ruleFindings(report, "orphaned-finalizers", ns)
+	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 1)
 	f := findings[0]
-	assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
+	assert.Equal(t, report.OutcomeApplied, f.Outcome, f.Error)
 	assert.Equal(t, []string{syslogNGFinalizer}, f.Action.Finalizers)
 	assert.Contains(t, f.Evidence, "the object changed after it was observed; it was re-read and re-planned before acting")
 	assert.Equal(t, []string{"c.example.com/hold"}, testCluster.Current(t, obj).GetFinalizers())

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // TestKubectlPlugin: with kubectl-sweeper on the PATH, a real kubectl runs `kubectl sweeper` and
@@ -55,10 +54,10 @@ metadata: {name: held, namespace: NAMESPACE, finalizers: [example.com/hold]}
 	stdout, stderr, code = run("sweeper", "--kubeconfig", testCluster.Kubeconfig, "--context", currentContext(t), "--include-namespaces", ns,
 		"--rules=stuck-terminating", "--min-terminating-age=0s", "-o", "json", "--log-level=warn")
 	require.Equal(t, 0, code, stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
-	require.Len(t, findingsIn(&report, ns), 1)
-	assert.Equal(t, "held", findingsIn(&report, ns)[0].Object.Name)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	require.Len(t, findingsIn(&rep, ns), 1)
+	assert.Equal(t, "held", findingsIn(&rep, ns)[0].Object.Name)
 
 	stdout, stderr, code = run("sweeper", "explain", "configmap/held", "-n", ns, "--kubeconfig", testCluster.Kubeconfig, "--min-terminating-age=0s")
 	require.Equal(t, 0, code, stderr)

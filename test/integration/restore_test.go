@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/restore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // undoConfig opts in to every delete the undo tests need undone: OLM's RBAC and webhook
@@ -91,23 +91,23 @@ func seedUndoCase(t *testing.T) undoCase {
 
 // sweepToUndo sweeps with --dry-run=none and a backup directory; it returns the report and the
 // file it was written to.
-func sweepToUndo(t *testing.T, backupDir string) (*sweeper.Report, string) {
+func sweepToUndo(t *testing.T, backupDir string) (*report.Report, string) {
 	t.Helper()
 	dir := t.TempDir()
 	config, reportFile := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "report.json")
 	require.NoError(t, os.WriteFile(config, []byte(undoConfig), 0o600))
-	report, stderr, code := runReport(t, "--config", config, "--dry-run=none", "--max-actions=0", "--min-age=0s", "--min-terminating-age=0s",
+	rep, stderr, code := runReport(t, "--config", config, "--dry-run=none", "--max-actions=0", "--min-age=0s", "--min-terminating-age=0s",
 		"--rules=olm-rbac,orphaned-finalizers,installplan-owners,operator-leftovers", "--backup-dir", backupDir, "--report-file", reportFile)
 	require.Equal(t, 0, code, stderr)
-	return report, reportFile
+	return rep, reportFile
 }
 
 // restoreFrom runs restore --dry-run=none from a report or a backup directory.
-func restoreFrom(t *testing.T, from string, args ...string) *sweeper.Report {
+func restoreFrom(t *testing.T, from string, args ...string) *report.Report {
 	t.Helper()
-	report, stderr, code := runReport(t, append([]string{"restore", "--dry-run=none", "--from", from}, args...)...)
+	rep, stderr, code := runReport(t, append([]string{"restore", "--dry-run=none", "--from", from}, args...)...)
 	require.Equal(t, 0, code, stderr)
-	return report
+	return rep
 }
 
 // comparable is an object as restore promises it back: all but status and what the server sets.
@@ -134,7 +134,7 @@ func TestRestoreUndoesEverySweepAction(t *testing.T) {
 
 			applied := map[string]int{}
 			for _, f := range swept.Findings {
-				if f.Outcome != sweeper.OutcomeApplied {
+				if f.Outcome != report.OutcomeApplied {
 					continue
 				}
 				applied[f.Rule+"/"+f.Action.Type]++
@@ -168,8 +168,8 @@ func TestRestoreUndoesEverySweepAction(t *testing.T) {
 
 			assert.Equal(t, 8, restored.Summary.Applied, "seven objects re-created, F3's InstallPlan changed back: %v", restored.Findings)
 			for _, f := range restored.Findings {
-				assert.Equal(t, sweeper.RestoreRule, f.Rule)
-				assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s: %s", f.Object, f.Error)
+				assert.Equal(t, restore.Rule, f.Rule)
+				assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s: %s", f.Object, f.Error)
 			}
 			after := map[string]string{}
 			for _, want := range c.objects {
@@ -188,7 +188,7 @@ func TestRestoreUndoesEverySweepAction(t *testing.T) {
 			again := restoreFrom(t, source)
 			assert.Zero(t, again.Summary.Applied+again.Summary.Failed+again.Summary.Planned, "a second restore changes nothing")
 			for _, f := range again.Findings {
-				assert.Equal(t, sweeper.ReasonResolved, f.SkipReason, "%s: %s", f.Object, f.Error)
+				assert.Equal(t, report.ReasonResolved, f.SkipReason, "%s: %s", f.Object, f.Error)
 			}
 			for _, obj := range append(slices.Clone(c.objects), c.instances...) {
 				got := testCluster.Current(t, obj)
@@ -212,7 +212,7 @@ func TestRestoreOnlyAndDryRun(t *testing.T) {
 	planned, stderr, code := runReport(t, "restore", "--from", reportFile, "--only", "clusterrole/"+ns+"-role")
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, planned.Findings, 1)
-	assert.Equal(t, sweeper.OutcomePlanned, planned.Findings[0].Outcome)
+	assert.Equal(t, report.OutcomePlanned, planned.Findings[0].Outcome)
 	assert.Equal(t, "Create", planned.Findings[0].Action.Type)
 	assert.Nil(t, testCluster.Current(t, role), "--dry-run=client, the default, writes nothing")
 
@@ -240,11 +240,11 @@ metadata: {name: `+ns+`-role}
 rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
 `)[0]
 
-	report, _, code := runReport(t, "restore", "--dry-run=none", "--from", reportFile, "--only", "clusterrole/"+ns+"-role")
+	rep, _, code := runReport(t, "restore", "--dry-run=none", "--from", reportFile, "--only", "clusterrole/"+ns+"-role")
 	assert.Equal(t, 1, code, "a restore that leaves something undone fails")
-	require.Len(t, report.Findings, 1)
-	assert.Equal(t, sweeper.OutcomeFailed, report.Findings[0].Outcome)
-	assert.Equal(t, sweeper.ReasonConflict, report.Findings[0].FailReason)
+	require.Len(t, rep.Findings, 1)
+	assert.Equal(t, report.OutcomeFailed, rep.Findings[0].Outcome)
+	assert.Equal(t, report.ReasonConflict, rep.Findings[0].FailReason)
 	got := testCluster.Current(t, role)
 	assert.Equal(t, mine.GetUID(), got.GetUID())
 	assert.Equal(t, comparable(mine)["rules"], comparable(got)["rules"], "left alone")
@@ -273,19 +273,19 @@ func TestBackupDirReadOnly(t *testing.T) {
 	stdout, stderr, code := runUnprivileged(t, dir, "--config", config, "--dry-run=none", "--max-actions=0", "--min-age=0s", "--min-terminating-age=0s",
 		"--rules=olm-rbac,orphaned-finalizers", "--backup-dir", backupDir, "-o", "json", "--log-level=warn")
 	assert.Equal(t, 1, code, "failed writes fail the run: %s", stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), stderr)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stderr)
 	var outcomes []string
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		if f.Object.Name == ns+"-role" || f.Object.Name == ns+"-binding" || f.Object.Name == ns+"-webhook" {
 			outcomes = append(outcomes, string(f.Outcome)+"/"+string(f.FailReason))
 			assert.Contains(t, f.Error, "the write was not sent")
 		}
 	}
 	assert.Equal(t, []string{"failed/backup", "failed/backup", "failed/backup"}, outcomes)
-	csv := ruleFindings(&report, "orphaned-finalizers", ns)
+	csv := ruleFindings(&rep, "orphaned-finalizers", ns)
 	require.Len(t, csv, 1)
-	assert.Equal(t, sweeper.ReasonDependency, csv[0].SkipReason, "the finalizer stays: the RBAC it stands for was not deleted")
+	assert.Equal(t, report.ReasonDependency, csv[0].SkipReason, "the finalizer stays: the RBAC it stands for was not deleted")
 	for _, obj := range f1.Objects {
 		got := testCluster.Current(t, obj)
 		require.NotNil(t, got, "%s is still there", obj.GetKind())
@@ -327,24 +327,24 @@ func TestCRDWithCustomResourcesNeedsABackup(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(undoConfig), 0o600))
 
-	report, stderr, code := runReport(t, "--config", config, "--dry-run=none", "--max-actions=0", "--min-age=0s", "--rules=operator-leftovers")
+	rep, stderr, code := runReport(t, "--config", config, "--dry-run=none", "--max-actions=0", "--min-age=0s", "--rules=operator-leftovers")
 	require.Equal(t, 0, code, stderr)
 
-	crds := map[string]sweeper.FindingResult{}
-	for _, f := range report.Findings {
+	crds := map[string]report.FindingResult{}
+	for _, f := range rep.Findings {
 		if f.Object.Kind == "CustomResourceDefinition" {
 			crds[f.Object.Name] = f
 		}
 	}
 	kept := crds["etcdclusters."+withData+".test.operator-sweeper.io"]
-	assert.Equal(t, sweeper.OutcomeSkipped, kept.Outcome)
-	assert.Equal(t, sweeper.ReasonBackup, kept.SkipReason)
+	assert.Equal(t, report.OutcomeSkipped, kept.Outcome)
+	assert.Equal(t, report.ReasonBackup, kept.SkipReason)
 	assert.Equal(t, "CustomResourceDefinition etcdclusters."+withData+".test.operator-sweeper.io has 2 custom resources, which are deleted with it; run with --backup-dir to keep them first", kept.Error)
 	_, err := testCluster.Kube.Discovery().ServerResourcesForGroupVersion(withData + ".test.operator-sweeper.io/v1")
 	assert.NoError(t, err, "the CRD is still served")
 
 	gone := crds["etcdclusters."+empty+".test.operator-sweeper.io"]
-	assert.Equal(t, sweeper.OutcomeApplied, gone.Outcome, gone.Error)
+	assert.Equal(t, report.OutcomeApplied, gone.Outcome, gone.Error)
 	assert.Contains(t, gone.Evidence, "it has no custom resources (listed right before the delete)")
 }
 
@@ -362,14 +362,14 @@ data: {k: v}
 `)[0]
 	before := cm.DeepCopy()
 	before.SetFinalizers([]string{"example.com/other", "example.com/hold"})
-	report := sweeper.Report{APIVersion: sweeper.ReportAPIVersion, Kind: sweeper.ReportKind, Findings: []sweeper.FindingResult{{
+	rep := report.Report{APIVersion: report.APIVersion, Kind: report.Kind, Findings: []report.FindingResult{{
 		Rule:    "orphaned-finalizers",
-		Object:  sweeper.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "held", UID: cm.GetUID()},
-		Action:  &sweeper.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/hold"}},
-		Outcome: sweeper.OutcomeApplied,
-		Before:  &sweeper.PreImage{Resource: "configmaps", Object: before},
+		Object:  report.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "held", UID: cm.GetUID()},
+		Action:  &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/hold"}},
+		Outcome: report.OutcomeApplied,
+		Before:  &report.PreImage{Resource: "configmaps", Object: before},
 	}}}
-	data, err := json.Marshal(report)
+	data, err := json.Marshal(rep)
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "report.json")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
@@ -378,8 +378,8 @@ data: {k: v}
 
 	require.Len(t, restored.Findings, 1)
 	f := restored.Findings[0]
-	assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, f.Error)
-	assert.Equal(t, &sweeper.ActionSummary{Type: "AddFinalizers", Finalizers: []string{"example.com/hold"}}, f.Action)
+	assert.Equal(t, report.OutcomeApplied, f.Outcome, f.Error)
+	assert.Equal(t, &report.ActionSummary{Type: "AddFinalizers", Finalizers: []string{"example.com/hold"}}, f.Action)
 	got := testCluster.Current(t, cm)
 	assert.Equal(t, cm.GetUID(), got.GetUID(), "the same object")
 	assert.ElementsMatch(t, []string{"example.com/other", "example.com/hold"}, got.GetFinalizers())
@@ -387,9 +387,9 @@ data: {k: v}
 	for _, m := range got.GetManagedFields() {
 		managers[m.Manager] = m.Operation
 	}
-	assert.Equal(t, metav1.ManagedFieldsOperationApply, managers[sweeper.RestoreFieldManager])
+	assert.Equal(t, metav1.ManagedFieldsOperationApply, managers[restore.FieldManager])
 
 	again := restoreFrom(t, file)
-	assert.Equal(t, sweeper.ReasonResolved, again.Findings[0].SkipReason)
+	assert.Equal(t, report.ReasonResolved, again.Findings[0].SkipReason)
 	assert.Equal(t, got.GetResourceVersion(), testCluster.Current(t, cm).GetResourceVersion(), "a second restore changes nothing")
 }

@@ -10,18 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // plannedFinding is a finding as its rule planned it: without what the engine adds when it acts
 // (the live re-checks, which a shard makes only of the actions it takes) and without the outcome,
 // which for an action that depends on another shard's waits for the next run.
-func plannedFinding(f sweeper.FindingResult) string {
+func plannedFinding(f report.FindingResult) string {
 	var evidence []string
 	for _, e := range f.Evidence {
 		if !strings.HasPrefix(e, "re-checked live") && !strings.HasPrefix(e, "could not re-check") {
@@ -46,11 +46,11 @@ func TestShardsSplitTheSweepExactly(t *testing.T) {
 	stuck := newNamespace(t, "stuck")
 	terminate(t, stuck, stuckPair)
 	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(context.Background(), stuck, metav1.DeleteOptions{}))
-	ruleSet, err := sweeper.DefaultOptions().RuleSet()
+	ruleSet, err := options.Default().RuleSet()
 	require.NoError(t, err)
 	// One instant for every run, so that ages, and the reasons that say them, are the same.
 	clk := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
-	sweep := func(shard string) *sweeper.Report {
+	sweep := func(shard string) *report.Report {
 		opts := testOptions("")
 		opts.MaxActions, opts.MinTerminatingAge.Duration, opts.Shard = 0, 0, shard
 		return newEngine(t, opts, nil, clk, ruleSet...).Run(context.Background())
@@ -131,11 +131,11 @@ func runInJob(t *testing.T, env []string, args ...string) (stdout, stderr string
 // findingNames decodes a shard's report and returns its findings' objects.
 func findingNames(t *testing.T, stdout, shard string) []string {
 	t.Helper()
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report))
-	assert.Equal(t, shard, report.Metadata.Shard)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, shard, rep.Metadata.Shard)
 	names := []string{}
-	for _, f := range report.Findings {
+	for _, f := range rep.Findings {
 		names = append(names, f.Object.Kind+"/"+f.Object.Name)
 	}
 	slices.Sort(names)

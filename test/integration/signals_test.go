@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/push"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
 )
 
@@ -51,17 +52,17 @@ func TestSIGTERMWhileApplying(t *testing.T) {
 	t.Logf("SIGTERM with %d released; exit %d after %s", releasedAtSignal, code, time.Since(signalled).Round(time.Millisecond))
 	assert.Equal(t, 1, code, "an interrupted run fails; stderr:\n%s", first.stderr.String())
 
-	report := first.report(t)
+	rep := first.rep(t)
 	onServer := finalizersOnServer(t, ns)
-	findings := orphanFindings(t, report, ns)
+	findings := orphanFindings(t, rep, ns)
 	require.Len(t, findings, total, "every object was observed before the signal, so every one has its finding")
 	groups := byOutcome(findings)
-	applied, skipped := groups[string(sweeper.OutcomeApplied)], groups[string(sweeper.OutcomeSkipped)+"/"+string(sweeper.ReasonInterrupted)]
+	applied, skipped := groups[string(report.OutcomeApplied)], groups[string(report.OutcomeSkipped)+"/"+string(report.ReasonInterrupted)]
 	assert.Equal(t, total, len(applied)+len(skipped), "applied or skipped as interrupted, nothing else: %v", outcomeCounts(groups))
 	assert.GreaterOrEqual(t, len(applied), releasedAtSignal, "what was released before the signal is in the report")
-	assert.Equal(t, len(applied), report.Summary.Applied)
-	assert.Equal(t, len(skipped), report.Summary.Skipped, "only the interrupted are skipped")
-	assert.Zero(t, report.Summary.Failed, "an in-flight write finishes: it is not failed")
+	assert.Equal(t, len(applied), rep.Summary.Applied)
+	assert.Equal(t, len(skipped), rep.Summary.Skipped, "only the interrupted are skipped")
+	assert.Zero(t, rep.Summary.Failed, "an in-flight write finishes: it is not failed")
 	// The report and the API server agree, object by object: the write in flight at the signal
 	// finished and is reported applied; nothing reported skipped was written.
 	assert.Equal(t, total-len(onServer), len(applied), "applied in the report = released on the server")
@@ -73,14 +74,14 @@ func TestSIGTERMWhileApplying(t *testing.T) {
 		assert.NotEmpty(t, findings[name].Error, "%s: the report says why it was skipped", name)
 	}
 
-	var interruption []sweeper.ReportError
-	for _, e := range report.Errors {
-		if e.Stage == sweeper.StageApply {
+	var interruption []report.Error
+	for _, e := range rep.Errors {
+		if e.Stage == report.StageApply {
 			interruption = append(interruption, e)
 		}
-		assert.NotEqual(t, sweeper.StagePush, e.Stage, "the push is not cancelled with the run: %s", e.Message)
+		assert.NotEqual(t, report.StagePush, e.Stage, "the push is not cancelled with the run: %s", e.Message)
 	}
-	if assert.Len(t, interruption, 1, "one error says the apply stage was interrupted: %v", report.Errors) {
+	if assert.Len(t, interruption, 1, "one error says the apply stage was interrupted: %v", rep.Errors) {
 		assert.True(t, interruption[0].Fatal, "the interruption fails the run")
 		assert.NotEmpty(t, interruption[0].Message)
 		t.Logf("errors[apply]: %s", interruption[0].Message)
@@ -88,21 +89,21 @@ func TestSIGTERMWhileApplying(t *testing.T) {
 
 	// The Pushgateway has the interrupted run: when it ran, how it ended, what it did.
 	families := scrape(t, gw)
-	group := map[string]string{"job": sweeper.PushJob, "cluster": clusterName}
+	group := map[string]string{"job": push.Job, "cluster": clusterName}
 	lastRun := pushgateway.Series(families, "operator_sweeper_last_run_timestamp_seconds", group)
 	if assert.Len(t, lastRun, 1, "the interrupted run pushed its metrics") {
 		for _, v := range lastRun {
-			assert.InDelta(t, float64(report.Metadata.EndTime.Unix()), v, 1)
+			assert.InDelta(t, float64(rep.Metadata.EndTime.Unix()), v, 1)
 		}
 	}
 	assert.Empty(t, pushgateway.Series(families, "operator_sweeper_last_success_timestamp_seconds", group), "an interrupted run is no success")
 	releases := func(outcome, reason string) string {
-		return labelString(map[string]string{"job": sweeper.PushJob, "cluster": clusterName, "instance": "",
+		return labelString(map[string]string{"job": push.Job, "cluster": clusterName, "instance": "",
 			"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": outcome, "reason": reason})
 	}
 	assert.Equal(t, nonZero(map[string]float64{
-		releases("applied", ""):                                float64(len(applied)),
-		releases("skipped", string(sweeper.ReasonInterrupted)): float64(len(skipped)),
+		releases("applied", ""):                               float64(len(applied)),
+		releases("skipped", string(report.ReasonInterrupted)): float64(len(skipped)),
 	}), nonZero(pushgateway.Series(families, "operator_sweeper_actions", map[string]string{"cluster": clusterName, "rule": "orphaned-finalizers"})),
 		"the actions family counts what the report says")
 
@@ -114,8 +115,8 @@ func TestSIGTERMWhileApplying(t *testing.T) {
 		assert.NotContains(t, again, name, "released by the first run: not acted on again")
 	}
 	secondGroups := byOutcome(again)
-	assert.Len(t, secondGroups[string(sweeper.OutcomeApplied)], total-len(applied), "the remainder is applied: %v", outcomeCounts(secondGroups))
-	assert.Equal(t, skipped, secondGroups[string(sweeper.OutcomeApplied)], "the interrupted ones, and only they")
+	assert.Len(t, secondGroups[string(report.OutcomeApplied)], total-len(applied), "the remainder is applied: %v", outcomeCounts(secondGroups))
+	assert.Equal(t, skipped, secondGroups[string(report.OutcomeApplied)], "the interrupted ones, and only they")
 	assert.Equal(t, total-len(applied), second.Summary.Applied)
 	assert.Zero(t, countOnServer(t, ns), "all released")
 	assert.Len(t, pushgateway.Series(scrape(t, gw), "operator_sweeper_last_success_timestamp_seconds", group), 1, "the second run succeeded")
@@ -154,15 +155,15 @@ func TestKill9WhileApplying(t *testing.T) {
 		assert.Equal(t, original, finalizers, "%s: released or untouched, never half released", name)
 	}
 
-	report, stderr, code := runReport(t, slices.Concat(args, fastApply)...)
+	rep, stderr, code := runReport(t, slices.Concat(args, fastApply)...)
 	require.Equal(t, 0, code, stderr)
-	findings := orphanFindings(t, report, ns)
+	findings := orphanFindings(t, rep, ns)
 	groups := byOutcome(findings)
 	assert.Len(t, findings, remaining, "the released ones are gone: no finding")
-	assert.Len(t, groups[string(sweeper.OutcomeApplied)], remaining, "the rest is applied: %v", outcomeCounts(groups))
+	assert.Len(t, groups[string(report.OutcomeApplied)], remaining, "the rest is applied: %v", outcomeCounts(groups))
 	for name := range findings {
 		assert.Contains(t, onServer, name)
 	}
-	assert.Equal(t, remaining, report.Summary.Applied)
+	assert.Equal(t, remaining, rep.Summary.Applied)
 	assert.Zero(t, countOnServer(t, ns), "all %d released", total)
 }

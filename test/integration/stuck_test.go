@@ -38,10 +38,10 @@ func TestStuckTerminatingThreshold(t *testing.T) {
 	const minAge = 15 * time.Minute
 	now := old.Add(minAge)
 
-	report := newEngine(t, testOptions(ns), nil, clocktesting.NewFakePassiveClock(now), stuckTerminating(t, minAge)).Run(context.Background())
+	rep := newEngine(t, testOptions(ns), nil, clocktesting.NewFakePassiveClock(now), stuckTerminating(t, minAge)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	findings := findingsIn(report, ns)
+	require.Empty(t, rep.Errors)
+	findings := findingsIn(rep, ns)
 	require.Len(t, findings, 1, "only the object terminating for at least 15m")
 	f := findings[0]
 	assert.Equal(t, "stuck-terminating", f.Rule)

@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -136,10 +136,10 @@ func countOnServer(t *testing.T, namespace string) int {
 
 // orphanFindings returns the findings of orphaned-finalizers about the SyslogNGConfigs in
 // namespace, by name; two findings about one object fail t.
-func orphanFindings(t *testing.T, report *sweeper.Report, namespace string) map[string]sweeper.FindingResult {
+func orphanFindings(t *testing.T, rep *report.Report, namespace string) map[string]report.FindingResult {
 	t.Helper()
-	out := map[string]sweeper.FindingResult{}
-	for _, f := range report.Findings {
+	out := map[string]report.FindingResult{}
+	for _, f := range rep.Findings {
 		if f.Rule != rules.OrphanedFinalizersName || f.Object.Namespace != namespace || f.Object.Kind != "SyslogNGConfig" {
 			continue
 		}
@@ -152,7 +152,7 @@ func orphanFindings(t *testing.T, report *sweeper.Report, namespace string) map[
 
 // byOutcome returns the names of findings by outcome, skipped and failed ones by outcome and
 // reason too ("skipped/interrupted"); sorted.
-func byOutcome(findings map[string]sweeper.FindingResult) map[string][]string {
+func byOutcome(findings map[string]report.FindingResult) map[string][]string {
 	out := map[string][]string{}
 	for name, f := range findings {
 		key := string(f.Outcome)
@@ -236,11 +236,11 @@ func (p *sweeperProcess) wait(t *testing.T, timeout time.Duration) int {
 }
 
 // report decodes the JSON report the exited process printed.
-func (p *sweeperProcess) report(t *testing.T) *sweeper.Report {
+func (p *sweeperProcess) rep(t *testing.T) *report.Report {
 	t.Helper()
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal(p.stdout.Bytes(), &report), "stdout is a JSON report:\n%s\nstderr:\n%s", p.stdout.String(), p.stderr.String())
-	return &report
+	var rep report.Report
+	require.NoError(t, json.Unmarshal(p.stdout.Bytes(), &rep), "stdout is a JSON report:\n%s\nstderr:\n%s", p.stdout.String(), p.stderr.String())
+	return &rep
 }
 
 // waitReleased polls the API server until at least atLeast of the total SyslogNGConfigs seeded in

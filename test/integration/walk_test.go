@@ -98,13 +98,13 @@ func TestEveryListableResourceIsWalked(t *testing.T) {
 	require.Greater(t, len(before.resources), 50, "discovery should list the built-in resources and the CRDs")
 
 	rec := &recorder{}
-	report := newEngine(t, testOptions(ns), rec, nil).Run(context.Background())
+	rep := newEngine(t, testOptions(ns), rec, nil).Run(context.Background())
 
-	require.Empty(t, report.Errors)
+	require.Empty(t, rep.Errors)
 	after := inventoryOf(t, ns)
 	require.Equal(t, before.objects, after.objects, "the cluster changed during the test")
-	assert.Equal(t, len(before.resources), report.Summary.Resources)
-	assert.Equal(t, before.objects, report.Summary.Scanned)
+	assert.Equal(t, len(before.resources), rep.Summary.Resources)
+	assert.Equal(t, before.objects, rep.Summary.Scanned)
 
 	namespaced, err := testCluster.Kube.Discovery().ServerPreferredNamespacedResources()
 	require.NoError(t, err)
@@ -133,11 +133,11 @@ func TestListsArePaged(t *testing.T) {
 	opts.PageSize = 2
 	opts.IncludeResources = []string{"configmaps"}
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil).Run(context.Background())
+	rep := newEngine(t, opts, rec, nil).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	assert.Equal(t, 1, report.Summary.Resources)
-	assert.Equal(t, 7, report.Summary.Scanned)
+	require.Empty(t, rep.Errors)
+	assert.Equal(t, 1, rep.Summary.Resources)
+	assert.Equal(t, 7, rep.Summary.Scanned)
 	lists := rec.matching("GET", "^/api/v1/namespaces/"+ns+"/configmaps$")
 	require.Len(t, lists, 4, "7 objects in pages of 2")
 	for i, req := range lists {
@@ -170,11 +170,11 @@ func TestExcludedNamespacesAreNotListed(t *testing.T) {
 	opts := testOptions("")
 	opts.ExcludeNamespaces = []string{excluded}
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
+	rep := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	assert.Len(t, findingsIn(report, kept), 2)
-	assert.Empty(t, findingsIn(report, excluded))
+	require.Empty(t, rep.Errors)
+	assert.Len(t, findingsIn(rep, kept), 2)
+	assert.Empty(t, findingsIn(rep, excluded))
 	assert.Empty(t, rec.matching("GET", "/namespaces/"+excluded+"/"), "nothing in the excluded namespace is listed")
 	configMapLists := rec.matching("GET", "^/api/v1/configmaps$")
 	require.NotEmpty(t, configMapLists)
@@ -199,11 +199,11 @@ func TestManyExcludedNamespacesFilterClientSide(t *testing.T) {
 	opts := testOptions("")
 	opts.ExcludeNamespaces = excluded
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
+	rep := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	assert.Len(t, findingsIn(report, kept), 2)
-	assert.Empty(t, findingsIn(report, excluded[0]), "filtered on the sweeper's side")
+	require.Empty(t, rep.Errors)
+	assert.Len(t, findingsIn(rep, kept), 2)
+	assert.Empty(t, findingsIn(rep, excluded[0]), "filtered on the sweeper's side")
 	configMapLists := rec.matching("GET", "^/api/v1/configmaps$")
 	require.NotEmpty(t, configMapLists)
 	for _, req := range configMapLists {
@@ -217,11 +217,11 @@ func TestIncludedNamespacesAreListedOneByOne(t *testing.T) {
 	terminate(t, other, stuckPair)
 
 	rec := &recorder{}
-	report := newEngine(t, testOptions(kept), rec, nil, stuckTerminating(t, 0)).Run(context.Background())
+	rep := newEngine(t, testOptions(kept), rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	assert.Len(t, findingsIn(report, kept), 2)
-	assert.Empty(t, findingsIn(report, other))
+	require.Empty(t, rep.Errors)
+	assert.Len(t, findingsIn(rep, kept), 2)
+	assert.Empty(t, findingsIn(rep, other))
 	assert.Empty(t, rec.matching("GET", "/namespaces/"+other+"/"))
 	assert.Empty(t, rec.matching("GET", "^/api/v1/configmaps$"), "no list across namespaces")
 	assert.NotEmpty(t, rec.matching("GET", "^/api/v1/namespaces/"+kept+"/configmaps$"))
@@ -234,10 +234,10 @@ func TestExcludedResourcesAreNotListed(t *testing.T) {
 	opts := testOptions(ns)
 	opts.ExcludeResources = []string{"*.logging.banzaicloud.io", "secrets"}
 	rec := &recorder{}
-	report := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
+	rep := newEngine(t, opts, rec, nil, stuckTerminating(t, 0)).Run(context.Background())
 
-	require.Empty(t, report.Errors)
-	findings := findingsIn(report, ns)
+	require.Empty(t, rep.Errors)
+	findings := findingsIn(rep, ns)
 	require.Len(t, findings, 1)
 	assert.Equal(t, "ConfigMap", findings[0].Object.Kind)
 	assert.Empty(t, rec.matching("GET", "/syslogngconfigs$"))
@@ -266,13 +266,13 @@ spec:
 
 	engine := newEngine(t, testOptions(ns), nil, nil, stuckTerminating(t, 0))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		report := engine.Run(context.Background())
-		require.Len(c, report.Errors, 1)
-		assert.Equal(c, "inventory", report.Errors[0].Stage)
-		assert.Equal(c, "broken.operator-sweeper.io/v1", report.Errors[0].Resource)
-		assert.False(c, report.Failed(), "one failing group does not fail the run")
-		assert.Greater(c, report.Summary.Resources, 50)
-		assert.Len(c, findingsIn(report, ns), 2, "the rest is still walked")
+		rep := engine.Run(context.Background())
+		require.Len(c, rep.Errors, 1)
+		assert.Equal(c, "inventory", rep.Errors[0].Stage)
+		assert.Equal(c, "broken.operator-sweeper.io/v1", rep.Errors[0].Resource)
+		assert.False(c, rep.Failed(), "one failing group does not fail the run")
+		assert.Greater(c, rep.Summary.Resources, 50)
+		assert.Len(c, findingsIn(rep, ns), 2, "the rest is still walked")
 	}, 30*time.Second, 500*time.Millisecond)
 }
 

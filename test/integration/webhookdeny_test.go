@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 const (
@@ -111,22 +110,22 @@ webhooks:
 		"-o", "json", "--log-level=warn")
 
 	assert.Equal(t, 1, code, "a failed action fails the run; stderr:\n%s", stderr)
-	var report sweeper.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &report), "stdout: %s\nstderr: %s", stdout, stderr)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.GreaterOrEqual(t, reviews.Load()-before, int64(perNamespace), "the API server asked the webhook about every release in A")
 
-	inA, inB := orphanFindings(t, &report, nsA), orphanFindings(t, &report, nsB)
+	inA, inB := orphanFindings(t, &rep, nsA), orphanFindings(t, &rep, nsB)
 	require.Len(t, inA, perNamespace)
 	require.Len(t, inB, perNamespace)
 	for name, f := range inA {
-		assert.Equal(t, sweeper.OutcomeFailed, f.Outcome, "%s in A: %s", name, why(f))
+		assert.Equal(t, report.OutcomeFailed, f.Outcome, "%s in A: %s", name, why(f))
 		assert.Contains(t, f.Error, denyWebhook, "%s in A: the error names the webhook", name)
 		assert.Contains(t, f.Error, denyMessage, "%s in A: and says what it said", name)
 	}
 	for name, f := range inB {
-		assert.Equal(t, sweeper.OutcomeApplied, f.Outcome, "%s in B: %s", name, why(f))
+		assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s in B: %s", name, why(f))
 	}
-	assert.Equal(t, perNamespace, report.Summary.Failed)
+	assert.Equal(t, perNamespace, rep.Summary.Failed)
 	assert.Contains(t, stderr, fmt.Sprintf("%d actions failed", perNamespace))
 
 	onServerA := finalizersOnServer(t, nsA)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+	"k8s.io/klog/v2"
+
+	"github.com/operator-sweeper/operator-sweeper/notify"
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/push"
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// connection is a command's link to the cluster: its clients, the cluster's name, the logger, and
+// the context of the run (--timeout).
+type connection struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	clients *sweeper.Clients
+	cluster string
+	logger  *slog.Logger
+	// progress is where the observe stage shows its progress: standard error, if a terminal.
+	progress io.Writer
+}
+
+// connect finds the cluster, builds the clients and makes sure the API server answers; what is
+// wrong with the kubeconfig is an InputError. The cluster's name is --cluster, or the kubeconfig's
+// context.
+func connect(ctx context.Context, o *options.Options, s streams) (*connection, error) {
+	logger := o.Logger(s.err)
+	// client-go logs through klog; route it to the same structured log.
+	klog.SetSlogLogger(logger)
+	config, cluster, err := sweeper.LoadRESTConfig(o.Kubeconfig, o.Context)
+	if err != nil {
+		return nil, err
+	}
+	if o.Cluster != "" {
+		cluster = o.Cluster
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if o.Timeout.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, o.Timeout.Duration)
+	}
+	clients, err := sweeper.NewClients(config, o.ClientConfig(), logger)
+	if err != nil {
+		cancel()
+		return nil, &sweeper.InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
+	}
+	if err := clients.Ping(runCtx, config.Host); err != nil {
+		cancel()
+		return nil, err
+	}
+	conn := &connection{ctx: runCtx, cancel: cancel, clients: clients, cluster: cluster, logger: logger}
+	if f, ok := s.err.(*os.File); ok && o.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
+		conn.progress = f
+	}
+	return conn, nil
+}
+
+// sendToSinks notifies and pushes the metrics of a finished sweep. The notification goes first, so
+// that its failure is in the metrics and the report. A failure of either is logged and recorded in
+// the report's errors, fatal when --require-notify or --require-push says so; it fails nothing
+// else.
+func sendToSinks(ctx context.Context, o *options.Options, r *report.Report, ruleSet []rules.Rule, logger *slog.Logger) {
+	stages := report.SweepStages()
+	var nc notify.Config
+	o.NotifyOptions.ApplyTo(&nc)
+	if nc.Enabled() {
+		stages = append(stages, report.StageNotify)
+		if !nc.On.Wants(r) {
+			logger.DebugContext(ctx, "no notification", "notify-on", nc.On)
+		} else if to, err := notify.Send(ctx, nc, r); err != nil {
+			logger.ErrorContext(ctx, "notification not sent", "error", err)
+			r.Errors = append(r.Errors, report.Error{Stage: report.StageNotify, Message: err.Error(), Fatal: o.RequireNotify})
+		} else {
+			logger.InfoContext(ctx, "notification sent", "url", to, "format", nc.Format)
+		}
+	}
+	if o.PushgatewayURL == "" {
+		return
+	}
+	var pc push.Config
+	o.PushOptions.ApplyTo(&pc)
+	if err := push.Push(ctx, pc, r, push.RulesOf(ruleSet), stages); err != nil {
+		logger.ErrorContext(ctx, "metrics not pushed", "error", err)
+		r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: err.Error(), Fatal: o.RequirePush})
+	} else {
+		logger.InfoContext(ctx, "metrics pushed", "pushgateway", o.PushgatewayURL, "job", push.Job, "cluster", r.Metadata.Cluster, "shard", r.Metadata.Shard)
+	}
+}
+
+// finish prints the report with print, writes the report file, and says how the run ended:
+// errIncomplete when a stage or an action failed, errFindings when there are findings and
+// --fail-on-findings is set.
+func finish(o options.OutputOptions, r *report.Report, out io.Writer, print func(io.Writer, report.Format) error) error {
+	if err := print(out, o.Output); err != nil {
+		return fmt.Errorf("print the report: %w", err)
+	}
+	if o.ReportFile != "" {
+		if err := r.WriteFile(o.ReportFile); err != nil {
+			return fmt.Errorf("write --%s %s: %w", options.FlagReportFile, o.ReportFile, err)
+		}
+	}
+	switch {
+	case r.Failed():
+		return fmt.Errorf("%w: %s", errIncomplete, failure(r))
+	case o.FailOnFindings && r.Summary.Findings > 0:
+		return fmt.Errorf("%w: %d findings (--%s)", errFindings, r.Summary.Findings, options.FlagFailOnFindings)
+	}
+	return nil
+}
+
+// failure describes in one line why the run counts as failed.
+func failure(r *report.Report) string {
+	var parts []string
+	for _, e := range r.Errors {
+		switch {
+		case e.Fatal && e.Stage == report.StagePush:
+			parts = append(parts, fmt.Sprintf("%s (--%s)", e.Message, options.FlagRequirePush))
+		case e.Fatal && e.Stage == report.StageNotify:
+			parts = append(parts, fmt.Sprintf("%s: %s (--%s)", e.Stage, e.Message, options.FlagRequireNotify))
+		case e.Fatal:
+			parts = append(parts, e.Stage+": "+e.Message)
+		}
+	}
+	if r.Summary.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
+	}
+	return strings.Join(parts, "; ")
+}

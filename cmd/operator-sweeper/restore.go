@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/restore"
+)
+
+// restoreCommand is `operator-sweeper restore --from REPORT|DIR [--only TYPE/NAME,…]`: the
+// undoing of a sweep's actions.
+type restoreCommand struct {
+	src restore.Source
+}
+
+func (*restoreCommand) name() string { return "restore" }
+func (*restoreCommand) usage() string {
+	return "restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]"
+}
+
+func (*restoreCommand) groups(o *options.Options) []options.Group {
+	return []options.Group{&o.DryRunOptions, &o.OutputOptions, &o.ClientOptions, &o.LogOptions}
+}
+
+func (c *restoreCommand) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.src.From, "from", c.src.From, "A sweep's report (JSON or YAML, or its Job's logs), its --backup-dir (the newest run), or a run's directory in it.")
+	fs.StringSliceVar(&c.src.Only, "only", c.src.Only, "Undo only the actions on these objects, as TYPE/NAME (clusterrole/etcd-operator, crd/etcdclusters.etcd.database.coreos.com).")
+}
+
+func (c *restoreCommand) setArgs(args []string) error {
+	switch {
+	case len(args) > 0:
+		return fmt.Errorf("restore takes flags only; got argument %q", args[0])
+	case c.src.From == "":
+		return errors.New("restore needs --from: a sweep's report or its --backup-dir")
+	}
+	return nil
+}
+
+// run undoes the actions the sweep applied, and prints a report like a sweep's, with findings of
+// rule "restore". --dry-run applies as to a sweep: client, the default, reads and plans only.
+func (c *restoreCommand) run(ctx context.Context, o *options.Options, s streams) error {
+	records, err := restore.Load(c.src)
+	if err != nil {
+		return err
+	}
+	conn, err := connect(ctx, o, s)
+	if err != nil {
+		return err
+	}
+	defer conn.cancel()
+	cfg := restore.Config{Cluster: conn.cluster, Version: o.Version, DryRun: o.DryRun}
+	r, err := restore.Run(conn.ctx, cfg, conn.clients, records, c.src.Only, conn.logger)
+	if err != nil {
+		return err
+	}
+	return finish(o.OutputOptions, r, s.out, r.Print)
+}

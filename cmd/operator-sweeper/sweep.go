@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// sweepCommand is `operator-sweeper [flags]`: one sweep of the cluster, its report printed, sent
+// and pushed.
+type sweepCommand struct{}
+
+func (*sweepCommand) name() string  { return "" }
+func (*sweepCommand) usage() string { return "[flags]" }
+
+func (*sweepCommand) groups(o *options.Options) []options.Group { return o.Groups() }
+
+func (*sweepCommand) addFlags(*pflag.FlagSet) {}
+
+func (*sweepCommand) setArgs(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, explain TYPE/NAME, or restore --from REPORT|DIR", args[0])
+	}
+	return nil
+}
+
+// run sweeps, then notifies, pushes the metrics, prints the report and writes the report file.
+func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) error {
+	ruleSet, err := o.RuleSet()
+	if err != nil {
+		return err
+	}
+	conn, err := connect(ctx, o, s)
+	if err != nil {
+		return err
+	}
+	defer conn.cancel()
+	cfg := o.EngineConfig()
+	cfg.Cluster = conn.cluster
+	engine := &sweeper.Engine{Config: cfg, Clients: conn.clients, Rules: ruleSet, Logger: conn.logger, Progress: conn.progress}
+	r := engine.Run(conn.ctx)
+	// The notification and the push have deadlines of their own: a run that ran out of time still
+	// says that it failed.
+	sendToSinks(ctx, o, r, ruleSet, conn.logger)
+	return finish(o.OutputOptions, r, s.out, r.Print)
+}
