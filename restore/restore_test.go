@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -27,13 +25,13 @@ func restoreTestReport(cluster string) *report.Report {
 	// A zero start time survives a round trip as it is; a real one comes back in time.Local.
 	r := report.New(time.Time{}, report.Metadata{Mode: report.DryRunClient, Cluster: cluster})
 	r.Findings = append(r.Findings,
-		backupRecordFor("applied-1", report.OutcomeApplied),
-		backupRecordFor("failed", report.OutcomeFailed),
-		backupRecordFor("skipped", report.OutcomeSkipped),
-		backupRecordFor("planned", report.OutcomePlanned),
+		reporttest.ReleaseRecord("applied-1", report.OutcomeApplied),
+		reporttest.ReleaseRecord("failed", report.OutcomeFailed),
+		reporttest.ReleaseRecord("skipped", report.OutcomeSkipped),
+		reporttest.ReleaseRecord("planned", report.OutcomePlanned),
 		report.FindingResult{Rule: "stuck-terminating", Severity: rules.SeverityInfo, Reason: "report only", Evidence: []string{},
 			Object: report.ObjectSummary{APIVersion: "v1", Kind: "Namespace", Name: "shop", UID: "ns"}},
-		backupRecordFor("applied-2", report.OutcomeApplied),
+		reporttest.ReleaseRecord("applied-2", report.OutcomeApplied),
 	)
 	return r
 }
@@ -118,15 +116,15 @@ func TestLoadRestoreRecords(t *testing.T) {
 	newer := &sweeper.BackupDir{Root: root, Cluster: "prod", StartTime: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
 	// The newer run is written first: the choice is by the name, not by when it was written.
 	for _, rec := range []report.FindingResult{
-		backupRecordFor("applied", report.OutcomeApplied),
-		backupRecordFor("failed", report.OutcomeFailed),
-		backupRecordFor("no-outcome", ""),
-		backupRecordFor("skipped", report.OutcomeSkipped),
+		reporttest.ReleaseRecord("applied", report.OutcomeApplied),
+		reporttest.ReleaseRecord("failed", report.OutcomeFailed),
+		reporttest.ReleaseRecord("no-outcome", ""),
+		reporttest.ReleaseRecord("skipped", report.OutcomeSkipped),
 	} {
 		_, err := newer.Keep(rec, "")
 		require.NoError(t, err)
 	}
-	olderFile, err := older.Keep(backupRecordFor("older", report.OutcomeApplied), "")
+	olderFile, err := older.Keep(reporttest.ReleaseRecord("older", report.OutcomeApplied), "")
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(root, "lost+found"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("backups of prod\n"), 0o600))
@@ -171,7 +169,7 @@ func TestLoadRestoreRecords(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantNames, recordNames(records))
 			for _, rec := range records {
-				assert.Equal(t, backupRecordFor(rec.Object.Name, rec.Outcome), rec, "a record is read back as it was kept")
+				assert.Equal(t, reporttest.ReleaseRecord(rec.Object.Name, rec.Outcome), rec, "a record is read back as it was kept")
 			}
 		})
 	}
@@ -183,7 +181,7 @@ func TestLoadBackupRecordsNewestRun(t *testing.T) {
 	root := t.TempDir()
 	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for _, name := range []string{"a", "b"} {
-		_, err := (&sweeper.BackupDir{Root: root, StartTime: start}).Keep(backupRecordFor(name, report.OutcomeApplied), "")
+		_, err := (&sweeper.BackupDir{Root: root, StartTime: start}).Keep(reporttest.ReleaseRecord(name, report.OutcomeApplied), "")
 		require.NoError(t, err)
 	}
 	records, err := loadBackupRecords(root)
@@ -259,23 +257,4 @@ func TestRestoreOrder(t *testing.T) {
 			Before: &report.PreImage{Resource: "configmaps"}}
 		assert.NotPanics(t, func() { restoreOrder([]report.FindingResult{broken}) })
 	})
-}
-
-// backupRecordFor is the record of a RemoveFinalizers on ClusterRole name with outcome.
-func backupRecordFor(name string, outcome report.Outcome) report.FindingResult {
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/cleanup"}},
-		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}},
-	}}
-	return report.FindingResult{
-		Rule:     "orphaned-finalizers",
-		Severity: rules.SeverityWarning,
-		Object:   report.ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: types.UID("uid-" + name)},
-		Reason:   "its operator is gone",
-		Evidence: []string{"no deployment of the operator"},
-		Action:   &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
-		Outcome:  outcome,
-		Before:   &report.PreImage{Resource: "clusterroles", Object: obj},
-	}
 }

@@ -12,10 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 )
 
 func TestPreImage(t *testing.T) {
@@ -109,25 +108,6 @@ func TestPreImage(t *testing.T) {
 	}
 }
 
-// backupRecordFor is a finding as the applier keeps it before a write.
-func backupRecordFor(name string, outcome report.Outcome) report.FindingResult {
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/cleanup"}},
-		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}},
-	}}
-	return report.FindingResult{
-		Rule:     "orphaned-finalizers",
-		Severity: rules.SeverityWarning,
-		Object:   report.ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: types.UID("uid-" + name)},
-		Reason:   "its operator is gone",
-		Evidence: []string{"no deployment of the operator"},
-		Action:   &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
-		Outcome:  outcome,
-		Before:   &report.PreImage{Resource: "clusterroles", Object: obj},
-	}
-}
-
 func readBackupRecord(t *testing.T, file string) report.BackupRecord {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -154,7 +134,7 @@ func TestBackupDirKeep(t *testing.T) {
 	root := t.TempDir()
 	b := &BackupDir{Root: root, Cluster: "prod", StartTime: start}
 
-	first := backupRecordFor("system:foo", "")
+	first := reporttest.ReleaseRecord("system:foo", "")
 	file, err := b.Keep(first, "")
 	require.NoError(t, err)
 
@@ -171,7 +151,7 @@ func TestBackupDirKeep(t *testing.T) {
 	assert.Equal(t, first, rec.Finding)
 
 	t.Run("the same file again replaces it", func(t *testing.T) {
-		second := backupRecordFor("system:foo", report.OutcomeApplied)
+		second := reporttest.ReleaseRecord("system:foo", report.OutcomeApplied)
 		again, err := b.Keep(second, file)
 		require.NoError(t, err)
 		assert.Equal(t, file, again)
@@ -180,7 +160,7 @@ func TestBackupDirKeep(t *testing.T) {
 	})
 
 	t.Run("a new record gets the next number", func(t *testing.T) {
-		third := backupRecordFor("other", report.OutcomeApplied)
+		third := reporttest.ReleaseRecord("other", report.OutcomeApplied)
 		next, err := b.Keep(third, "")
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(filepath.Dir(file), "000002-"+fileSafe(third.Object)+".json"), next)
@@ -197,7 +177,7 @@ func TestBackupDirKeep(t *testing.T) {
 		readOnly := t.TempDir()
 		require.NoError(t, os.Chmod(readOnly, 0o500))
 		t.Cleanup(func() { _ = os.Chmod(readOnly, 0o700) }) // so that TempDir can remove it
-		_, err := (&BackupDir{Root: readOnly, StartTime: start}).Keep(backupRecordFor("x", ""), "")
+		_, err := (&BackupDir{Root: readOnly, StartTime: start}).Keep(reporttest.ReleaseRecord("x", ""), "")
 		require.Error(t, err)
 		assert.Empty(t, dirNames(t, readOnly))
 	})

@@ -59,12 +59,12 @@ func (c *explainCommand) run(ctx context.Context, o *options.Options, s streams)
 	if err != nil {
 		return err
 	}
-	cfg := sweeper.Config{Cluster: conn.cluster, Version: o.Version, DryRun: report.DryRunClient}
+	// Of a sweep's config, what explain takes: it walks and limits as a sweep would, and writes
+	// nothing.
+	cfg := sweeper.Config{Version: o.Version, DryRun: report.DryRunClient}
 	o.WalkOptions.ApplyTo(&cfg)
 	o.LimitOptions.ApplyTo(&cfg)
-	engine := &sweeper.Engine{Config: cfg, Clients: conn.clients, Rules: ruleSet, Logger: conn.logger, Progress: conn.progress}
-	r := engine.Run(conn.ctx)
-	chain := r.Chain(uid)
+	chain := conn.sweep(cfg, ruleSet).Chain(uid)
 	print := chain.Print
 	if o.Output != report.JSON && o.Output != report.YAML {
 		print = func(w io.Writer, _ report.Format) error {

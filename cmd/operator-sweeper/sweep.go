@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // sweepCommand is `operator-sweeper [flags]`: one sweep of the cluster, its report printed, sent
@@ -39,10 +38,7 @@ func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) err
 		return err
 	}
 	defer conn.cancel()
-	cfg := o.EngineConfig()
-	cfg.Cluster = conn.cluster
-	engine := &sweeper.Engine{Config: cfg, Clients: conn.clients, Rules: ruleSet, Logger: conn.logger, Progress: conn.progress}
-	r := engine.Run(conn.ctx)
+	r := conn.sweep(o.EngineConfig(), ruleSet)
 	// The notification and the push have deadlines of their own: a run that ran out of time still
 	// says that it failed.
 	sendToSinks(ctx, o, r, ruleSet, conn.logger)

@@ -193,3 +193,23 @@ func Record(resource string, obj *unstructured.Unstructured, action report.Actio
 		Before:   &report.PreImage{Resource: resource, Object: report.Image(obj)},
 	}
 }
+
+// ReleaseRecord is the record of a RemoveFinalizers on ClusterRole name, with its pre-image and
+// outcome, as the applier keeps it before the write (outcome "") and after.
+func ReleaseRecord(name string, outcome report.Outcome) report.FindingResult {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/cleanup"}},
+		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}},
+	}}
+	return report.FindingResult{
+		Rule:     "orphaned-finalizers",
+		Severity: rules.SeverityWarning,
+		Object:   report.ObjectSummary{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: types.UID("uid-" + name)},
+		Reason:   "its operator is gone",
+		Evidence: []string{"no deployment of the operator"},
+		Action:   &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
+		Outcome:  outcome,
+		Before:   &report.PreImage{Resource: "clusterroles", Object: obj},
+	}
+}
