@@ -38,6 +38,8 @@ func (a deleteObject) took(before, fresh *rules.Object) bool {
 	return before.DeletionTimestamp == nil && fresh.DeletionTimestamp != nil
 }
 
+func (a deleteObject) inverse() Action { return recreate{} }
+
 func (a deleteObject) undo(rec report.FindingResult, want, current *unstructured.Unstructured) Undo {
 	gv, _ := schema.ParseGroupVersion(rec.Object.APIVersion)
 	if rec.Before != nil && gv.WithResource(rec.Before.Resource).GroupResource() == rules.Pods.GroupResource() {

@@ -40,8 +40,13 @@ func (a removeFinalizers) took(_, fresh *rules.Object) bool {
 	return !slices.ContainsFunc(fresh.Finalizers, func(f string) bool { return slices.Contains(a.Finalizers, f) })
 }
 
+func (a removeFinalizers) inverse() Action { return addFinalizers{a.Finalizers} }
+
 func (a removeFinalizers) undo(rec report.FindingResult, want, current *unstructured.Unstructured) Undo {
 	if u, done := undoElsewhere(rec, want, current); done {
+		if current == nil {
+			u.Evidence = append(u.Evidence, "the object was deleted once its finalizers were released: it is re-created from the pre-image, without deletionTimestamp")
+		}
 		return u
 	}
 	var u Undo

@@ -41,6 +41,8 @@ func (a setOwnerReferences) took(_, fresh *rules.Object) bool {
 	return !slices.ContainsFunc(fresh.OwnerReferences, func(ref metav1.OwnerReference) bool { return slices.Contains(a.Remove, ref.UID) })
 }
 
+func (a setOwnerReferences) inverse() Action { return setOwners{} }
+
 func (a setOwnerReferences) undo(rec report.FindingResult, want, current *unstructured.Unstructured) Undo {
 	if current == nil {
 		return Undo{Result: Skipped(report.ReasonNotRestorable, "the object no longer exists")}

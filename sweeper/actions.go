@@ -38,6 +38,8 @@ type change interface {
 	// undo plans what puts the object of rec back as it was before the action: want is its
 	// pre-image as restore writes it back, current the object as it is now (nil if it is gone).
 	undo(rec report.FindingResult, want, current *unstructured.Unstructured) Undo
+	// inverse is the action that undoes this one, as a report names it before anything is read.
+	inverse() Action
 }
 
 // undoing is an action restore takes: what undoes a change.

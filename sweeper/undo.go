@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 // Undo is what puts one object back as a record says it was before its sweep: an action to send,
@@ -22,11 +21,8 @@ type Undo struct {
 
 // UndoOf is the action that undoes rec's, as the report names it before anything is read.
 func UndoOf(rec report.FindingResult) Action {
-	switch rec.Action.Type {
-	case (rules.RemoveFinalizers{}).Type():
-		return addFinalizers{rec.Action.Finalizers}
-	case (rules.SetOwnerReferences{}).Type():
-		return setOwners{}
+	if c, ok := changeNamed(rec.Action); ok {
+		return c.inverse()
 	}
 	return recreate{}
 }
@@ -47,9 +43,6 @@ func undoElsewhere(rec report.FindingResult, want, current *unstructured.Unstruc
 	switch {
 	case current == nil:
 		u.Action = recreate{}
-		if rec.Action.Type != (rules.Delete{}).Type() {
-			u.Evidence = append(u.Evidence, "the object was deleted once its finalizers were released: it is re-created from the pre-image, without deletionTimestamp")
-		}
 	case current.GetUID() != rec.Object.UID && sameImage(want, current):
 		u.Result = Skipped(report.ReasonResolved, "already restored: the object (uid %s) is as it was before the sweep", current.GetUID())
 	case current.GetUID() != rec.Object.UID:
