@@ -20,6 +20,15 @@ type deleteObject rules.Delete
 func (a deleteObject) Type() string   { return rules.Delete(a).Type() }
 func (a deleteObject) String() string { return rules.Delete(a).String() }
 
+func (deleteObject) of(a rules.Action) (change, bool) {
+	this, ok := a.(rules.Delete)
+	return deleteObject(this), ok
+}
+
+func (deleteObject) read(s *report.ActionSummary) change {
+	return deleteObject{GracePeriodSeconds: s.GracePeriodSeconds}
+}
+
 func (a deleteObject) Summary() *report.ActionSummary {
 	return &report.ActionSummary{Type: a.Type(), GracePeriodSeconds: a.GracePeriodSeconds}
 }

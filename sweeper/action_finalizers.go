@@ -18,6 +18,15 @@ type removeFinalizers rules.RemoveFinalizers
 func (a removeFinalizers) Type() string   { return rules.RemoveFinalizers(a).Type() }
 func (a removeFinalizers) String() string { return rules.RemoveFinalizers(a).String() }
 
+func (removeFinalizers) of(a rules.Action) (change, bool) {
+	this, ok := a.(rules.RemoveFinalizers)
+	return removeFinalizers(this), ok
+}
+
+func (removeFinalizers) read(s *report.ActionSummary) change {
+	return removeFinalizers{Finalizers: s.Finalizers}
+}
+
 func (a removeFinalizers) Summary() *report.ActionSummary {
 	return &report.ActionSummary{Type: a.Type(), Finalizers: a.Finalizers}
 }

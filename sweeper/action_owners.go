@@ -19,6 +19,15 @@ type setOwnerReferences rules.SetOwnerReferences
 func (a setOwnerReferences) Type() string   { return rules.SetOwnerReferences(a).Type() }
 func (a setOwnerReferences) String() string { return rules.SetOwnerReferences(a).String() }
 
+func (setOwnerReferences) of(a rules.Action) (change, bool) {
+	this, ok := a.(rules.SetOwnerReferences)
+	return setOwnerReferences(this), ok
+}
+
+func (setOwnerReferences) read(s *report.ActionSummary) change {
+	return setOwnerReferences{Add: s.AddOwnerReferences, Remove: s.RemoveOwnerReferences}
+}
+
 func (a setOwnerReferences) Summary() *report.ActionSummary {
 	return &report.ActionSummary{Type: a.Type(), AddOwnerReferences: a.Add, RemoveOwnerReferences: a.Remove}
 }

@@ -26,6 +26,10 @@ type Action interface {
 // change is an action a rule plans.
 type change interface {
 	Action
+	// of is a, if it is a rule's action of this type.
+	of(a rules.Action) (change, bool)
+	// read is the action a report's summary of one of this type records.
+	read(s *report.ActionSummary) change
 	// write is the request that carries the action out on obj as it was read, guarded by
 	// preconditions; errNothingToDo if obj no longer needs it.
 	write(obj *rules.Object) (Write, error)
@@ -56,28 +60,26 @@ var (
 	errUnknownAction = errors.New("unknown action")
 )
 
-// changeOf is the engine's implementation of a rule's action, by its Go type.
+// changes are the engine's implementations of the actions rules plan: a new type of action is a
+// file of its own and a line here.
+func changes() []change { return []change{removeFinalizers{}, setOwnerReferences{}, deleteObject{}} }
+
+// changeOf is the engine's implementation of a rule's action.
 func changeOf(a rules.Action) (change, bool) {
-	switch a := a.(type) {
-	case rules.RemoveFinalizers:
-		return removeFinalizers(a), true
-	case rules.SetOwnerReferences:
-		return setOwnerReferences(a), true
-	case rules.Delete:
-		return deleteObject(a), true
+	for _, c := range changes() {
+		if this, ok := c.of(a); ok {
+			return this, true
+		}
 	}
 	return nil, false
 }
 
-// changeNamed is the engine's implementation of an action a report records, by its type's name.
+// changeNamed is the engine's implementation of an action a report records.
 func changeNamed(s *report.ActionSummary) (change, bool) {
-	switch s.Type {
-	case (rules.RemoveFinalizers{}).Type():
-		return removeFinalizers{Finalizers: s.Finalizers}, true
-	case (rules.SetOwnerReferences{}).Type():
-		return setOwnerReferences{Add: s.AddOwnerReferences, Remove: s.RemoveOwnerReferences}, true
-	case (rules.Delete{}).Type():
-		return deleteObject{GracePeriodSeconds: s.GracePeriodSeconds}, true
+	for _, c := range changes() {
+		if c.Type() == s.Type {
+			return c.read(s), true
+		}
 	}
 	return nil, false
 }
