@@ -1,7 +1,9 @@
 // Package cluster runs a real kube-apiserver and etcd (built by hack/testbin.sh) for
 // operator-sweeper's integration tests and demo, with the CRDs of the field cases installed:
 // OLM v0's own CRDs from github.com/operator-framework/api and minimal logging-operator CRDs
-// with the real group, kinds and scopes.
+// with the real group, kinds and scopes. It is also the harness of the test packages that run on
+// it: their TestMain (Main), their namespaces (NewNamespace), the operator-sweeper binary they
+// build and run (Build, Binary), and the field cases' objects they seed.
 package cluster
 
 import (

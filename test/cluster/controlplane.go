@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -86,7 +85,7 @@ func (c *Cluster) startControllers() error {
 // StartOLM runs OLM v0's olm-operator and catalog-operator out of cluster, each in a restart loop
 // (OLM exits on purpose to restart), watching every namespace. OLM's CRDs are installed already.
 func (c *Cluster) StartOLM(ctx context.Context) error {
-	if err := c.ensureNamespace(ctx, OLMNamespace); err != nil {
+	if err := c.EnsureNamespace(ctx, OLMNamespace); err != nil {
 		return err
 	}
 	olm, err := c.startProcess("olm-operator", "olm", true, []string{"KUBECONFIG=" + c.Kubeconfig, "OPERATOR_NAMESPACE=" + OLMNamespace},
@@ -110,14 +109,6 @@ func (c *Cluster) StopOLM() error {
 		err = p.Stop()
 	}
 	c.olm = nil
-	return err
-}
-
-func (c *Cluster) ensureNamespace(ctx context.Context, name string) error {
-	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
 	return err
 }
 

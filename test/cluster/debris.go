@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DemoNamespaces are where SeedDemo puts each field case.
@@ -45,8 +42,8 @@ spec:
 func SeedDemo(ctx context.Context, c *Cluster) error {
 	ns := DemoNamespaces
 	for _, name := range []string{ns.F1, ns.F2, ns.F3, ns.F4, ns.F5, ns.Unknown} {
-		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create namespace %s: %w", name, err)
+		if err := c.CreateNamespace(ctx, name); err != nil {
+			return err
 		}
 	}
 	seeds := []func() (Seeded, error){

@@ -78,19 +78,6 @@ metadata:
 webhooks: []
 `
 
-// OLMOperator is OLM v0's olm-operator Deployment; REPLICAS stands for its replicas.
-const OLMOperator = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: olm-operator, namespace: NAMESPACE, labels: {app: olm-operator}}
-spec:
-  replicas: REPLICAS
-  selector: {matchLabels: {app: olm-operator}}
-  template:
-    metadata: {labels: {app: olm-operator}}
-    spec: {containers: [{name: olm-operator, image: quay.io/operator-framework/olm:v0.28.0}]}
-`
-
 // SeedF1 leaves a CSV Terminating on OLM's csv-cleanup finalizer, with the RBAC and webhook
 // configuration the finalizer stands for; whether OLM is there is up to the caller.
 func (c *Cluster) SeedF1(ctx context.Context, namespace string) (Seeded, error) {
@@ -101,9 +88,11 @@ func (c *Cluster) SeedF1(ctx context.Context, namespace string) (Seeded, error) 
 	return s, s.add(c.Terminate(ctx, Fill(F1CSV, namespace)))
 }
 
-// F2Leftovers is what a deleted Subscription leaves: its Operator lists a CSV, an InstallPlan, a
-// ClusterRole and a CRD.
-const F2Leftovers = `
+// The etcd operator as OLM installs it in NAMESPACE: its CRD, in a group of the namespace's own
+// so that tests do not share it, and its CSV, which owns the CRD and carries the label OLM puts
+// on the components of Operator etcd.NAMESPACE; and the two as that Operator lists them.
+const (
+	etcdCRD = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
@@ -112,7 +101,8 @@ spec:
   scope: Namespaced
   names: {plural: etcdclusters, singular: etcdcluster, kind: EtcdCluster, listKind: EtcdClusterList}
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
----
+`
+	etcdCSV = `
 apiVersion: operators.coreos.com/v1alpha1
 kind: ClusterServiceVersion
 metadata: {name: etcdoperator.v0.9.4, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
@@ -121,7 +111,32 @@ spec:
   install: {strategy: deployment, spec: {deployments: []}}
   customresourcedefinitions:
     owned: [{name: etcdclusters.NAMESPACE.test.operator-sweeper.io, version: v1, kind: EtcdCluster}]
----
+`
+	etcdCRDRef = `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: etcdclusters.NAMESPACE.test.operator-sweeper.io}`
+	etcdCSVRef = `{apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion, name: etcdoperator.v0.9.4, namespace: NAMESPACE}`
+)
+
+// operator is the Operator object OLM keeps for the package PACKAGE installed in NAMESPACE.
+const operator = `
+apiVersion: operators.coreos.com/v1
+kind: Operator
+metadata: {name: PACKAGE.NAMESPACE}
+status:
+  components:
+    labelSelector: {matchExpressions: [{key: operators.coreos.com/PACKAGE.NAMESPACE, operator: Exists}]}
+    refs: [REFS]
+`
+
+// Operator is the Operator object OLM keeps for package pkg installed in NAMESPACE: it selects
+// the package's components by the label OLM puts on them, and lists refs, each a flow mapping of
+// a component's apiVersion, kind, name and, if it is namespaced, namespace.
+func Operator(pkg string, refs ...string) string {
+	return strings.NewReplacer("PACKAGE", pkg, "REFS", strings.Join(refs, ", ")).Replace(operator)
+}
+
+// F2Leftovers is what a deleted Subscription leaves: its Operator lists a CSV, an InstallPlan, a
+// ClusterRole and a CRD.
+var F2Leftovers = etcdCRD + "---" + etcdCSV + `---
 apiVersion: operators.coreos.com/v1alpha1
 kind: InstallPlan
 metadata: {name: install-f2, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
@@ -131,19 +146,23 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: NAMESPACE-etcd, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
 rules: []
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: etcd.NAMESPACE}
-status:
-  components:
-    labelSelector:
-      matchExpressions: [{key: operators.coreos.com/etcd.NAMESPACE, operator: Exists}]
-    refs:
-    - {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion, name: etcdoperator.v0.9.4, namespace: NAMESPACE}
-    - {apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-f2, namespace: NAMESPACE}
-    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: NAMESPACE-etcd}
-    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
+---` + Operator("etcd", etcdCSVRef,
+	`{apiVersion: operators.coreos.com/v1alpha1, kind: InstallPlan, name: install-f2, namespace: NAMESPACE}`,
+	`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: NAMESPACE-etcd}`,
+	etcdCRDRef)
+
+// EtcdRunning is the etcd operator running without its Subscription, deleted on purpose or being
+// re-created: not left behind, but unmanaged. Its CSV succeeded; its Operator lists the CSV and
+// the CRD.
+var EtcdRunning = etcdCRD + "---" + etcdCSV + "status: {phase: Succeeded, reason: InstallSucceeded}\n---" +
+	Operator("etcd", etcdCSVRef, etcdCRDRef)
+
+// ShopSubscription is a Subscription to package shop in NAMESPACE, from the community catalog.
+const ShopSubscription = `
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: shop, namespace: NAMESPACE}
+spec: {channel: stable, name: shop, source: operatorhubio-catalog, sourceNamespace: olm}
 `
 
 // SeedF2 leaves what a deleted Subscription leaves.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -125,4 +126,21 @@ func (c *Cluster) Get(ctx context.Context, obj *unstructured.Unstructured) (*uns
 		return nil, nil
 	}
 	return out, err
+}
+
+// CreateNamespace creates a namespace; one that exists is an error.
+func (c *Cluster) CreateNamespace(ctx context.Context, name string) error {
+	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// EnsureNamespace creates a namespace unless it exists.
+func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
+	if err := c.CreateNamespace(ctx, name); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }

@@ -42,13 +42,11 @@ spec: {sourceType: grpc, address: %q, displayName: operator-sweeper demo}
 	return err
 }
 
-// olmDeployment is one of OLM's own Deployments as upstream installs it. Out of cluster, OLM runs
-// as processes; these make what a real cluster shows (their pods run on kwok nodes), and the
-// sweeper judges OLM by them.
+// olmDeployment is one of OLM's own Deployments as upstream installs it.
 const olmDeployment = `
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: NAME, namespace: olm, labels: {app: NAME}}
+metadata: {name: NAME, namespace: NAMESPACE, labels: {app: NAME}}
 spec:
   replicas: REPLICAS
   selector: {matchLabels: {app: NAME}}
@@ -57,13 +55,21 @@ spec:
     spec: {containers: [{name: NAME, image: "quay.io/operator-framework/olm:v0.28.0", command: [BINARY]}]}
 `
 
-// OLMDeployments are OLM's Deployments in OLMNamespace, and the binary each runs.
+// OLMDeployments are OLM's Deployments, and the binary each runs.
 var OLMDeployments = map[string]string{"olm-operator": "/bin/olm", "catalog-operator": "/bin/catalog"}
 
-// SetOLMDeployments creates OLM's Deployments, or scales them, to replicas.
+// OLMDeployment is the manifest of OLM's Deployment name (of OLMDeployments) in namespace, with
+// replicas. Out of cluster, OLM runs as processes; these make what a real cluster shows (their pods run on kwok
+// nodes), and the sweeper judges OLM by them.
+func OLMDeployment(name, namespace string, replicas int) string {
+	// NAMESPACE before NAME: a Replacer tries its pairs in order.
+	return strings.NewReplacer("NAMESPACE", namespace, "NAME", name, "REPLICAS", fmt.Sprint(replicas), "BINARY", OLMDeployments[name]).Replace(olmDeployment)
+}
+
+// SetOLMDeployments creates OLM's Deployments in OLMNamespace, or scales them, to replicas.
 func (c *Cluster) SetOLMDeployments(ctx context.Context, replicas int) error {
-	for name, binary := range OLMDeployments {
-		objs, err := Decode(strings.NewReplacer("NAME", name, "REPLICAS", fmt.Sprint(replicas), "BINARY", binary).Replace(olmDeployment))
+	for name := range OLMDeployments {
+		objs, err := Decode(OLMDeployment(name, OLMNamespace, replicas))
 		if err != nil {
 			return err
 		}

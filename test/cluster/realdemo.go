@@ -30,8 +30,8 @@ var (
 func SeedReal(ctx context.Context, c *Cluster, say func(string)) error {
 	ns := DemoNamespaces
 	for _, name := range []string{ns.F1, ns.F2, ns.F4, RealDemoCatalogs} {
-		if err := c.ensureNamespace(ctx, name); err != nil {
-			return fmt.Errorf("create namespace %s: %w", name, err)
+		if err := c.EnsureNamespace(ctx, name); err != nil {
+			return err
 		}
 	}
 	say(fmt.Sprintf("starting kwok nodes %v, and %s, which will be lost", RealDemoNodes, RealDemoLost))

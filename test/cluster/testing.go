@@ -4,22 +4,24 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// RunTests is a test package's TestMain: in a temporary directory, setup builds what the tests
-// run (the binary); then the cluster starts, is stored in *c, and the tests run against it. It
-// returns the exit code.
-func RunTests(m *testing.M, c **Cluster, setup func(dir string) error) int {
-	return RunTestsWith(m, c, Components{}, setup)
+// Main is the TestMain of a test package that runs on a cluster, and does not return. In a
+// temporary directory, setup builds what the tests run (the binary: Build); then the cluster
+// starts with components, is stored in *c, and the tests run against it, once for the package.
+// When a test fails, the components' logs are kept, and where is printed.
+func Main(m *testing.M, c **Cluster, components Components, setup func(dir string) error) {
+	os.Exit(runMain(m, c, components, setup))
 }
 
-// RunTestsWith is RunTests on a cluster that runs components. When a test fails, the components'
-// logs are kept, and where is printed.
-func RunTestsWith(m *testing.M, c **Cluster, components Components, setup func(dir string) error) int {
+// runMain is Main up to the exit code, so that its deferred clean-up runs.
+func runMain(m *testing.M, c **Cluster, components Components, setup func(dir string) error) int {
 	dir, err := os.MkdirTemp("", "operator-sweeper-tests-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -46,6 +48,23 @@ func RunTestsWith(m *testing.M, c **Cluster, components Components, setup func(d
 		fmt.Fprintln(os.Stderr, "stop the test cluster:", err)
 	}
 	return code
+}
+
+var nonNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// NewNamespace creates a namespace of the test's own and returns its name: the test's name and
+// the suffixes, lowercased, joined by "-", the rest of what a name may not hold dropped, and the
+// end kept if that is too long, where subtests and suffixes differ. Namespaces are not deleted
+// when the test ends: without the namespace controller (Components), one would hang Terminating,
+// debris in every later sweep.
+func (c *Cluster) NewNamespace(t testing.TB, suffix ...string) string {
+	t.Helper()
+	name := strings.Trim(nonNameChars.ReplaceAllString(strings.ToLower(strings.Join(append([]string{t.Name()}, suffix...), "-")), "-"), "-")
+	if len(name) > 63 {
+		name = strings.Trim(name[len(name)-63:], "-")
+	}
+	require.NoError(t, c.CreateNamespace(context.Background(), name))
+	return name
 }
 
 // Current returns obj as the server has it now, or nil if it is gone; any other error fails t.

@@ -29,7 +29,7 @@ import (
 func TestF5CatalogPodOnLostNode(t *testing.T) {
 	setUpOnce(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "f5")
+	ns := testCluster.NewNamespace(t, "f5")
 	doomed, err := testCluster.StartNodes(ctx, "doomed", map[string]string{cluster.CatalogNodeLabel + "lost": "true"}, "doomed-1")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = testCluster.Kube.CoreV1().Nodes().Delete(ctx, "doomed-1", metav1.DeleteOptions{}) })

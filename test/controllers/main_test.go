@@ -7,7 +7,6 @@ package controllers
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -26,15 +23,16 @@ import (
 )
 
 var (
-	testCluster   *cluster.Cluster
-	sweeperBinary string
+	testCluster *cluster.Cluster
+	// sweeperBinary is operator-sweeper built as a release is, as the CronJob runs it.
+	sweeperBinary cluster.Binary
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(cluster.RunTestsWith(m, &testCluster, cluster.Components{Controllers: true, OLM: true}, func(dir string) (err error) {
-		sweeperBinary, err = deploy.Build(dir)
+	cluster.Main(m, &testCluster, cluster.Components{Controllers: true, OLM: true}, func(dir string) (err error) {
+		sweeperBinary, err = cluster.Build(dir, cluster.ReleaseStamp)
 		return err
-	}))
+	})
 }
 
 // The nodes every test's pods run on, the demo catalog and OLM's Deployments, set up once.
@@ -72,14 +70,6 @@ func restoreOLM(t *testing.T) {
 	t.Helper()
 	require.NoError(t, testCluster.SetOLMDeployments(context.Background(), 1))
 	require.NoError(t, testCluster.StartOLM(context.Background()))
-}
-
-// newNamespace creates a namespace for a test.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	_, err := testCluster.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return name
 }
 
 // installDemo installs the demo operator in namespace through OLM and returns its CSV.
@@ -142,7 +132,7 @@ func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *report.Report 
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
 	cluster.AgeDebris()
 	all := slices.Concat(deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig}, args)
-	rep, stderr, code := deploy.Run(t, sweeperBinary, all...)
+	rep, stderr, code := sweeperBinary.RunReport(t, all...)
 	require.Equal(t, 0, code, stderr)
 	return rep
 }

@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +26,7 @@ import (
 func TestStuckNamespace(t *testing.T) {
 	setUpOnce(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "stuck")
+	ns := testCluster.NewNamespace(t, "stuck")
 	seeded, err := testCluster.SeedF4(ctx, ns)
 	require.NoError(t, err)
 	eventually(t, time.Minute, "the namespace controller reports the finalizers it waits for", func() bool {
@@ -70,7 +68,7 @@ func TestStuckNamespace(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	for _, obj := range seeded.Objects {
-		assert.Nil(t, current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
+		assert.Nil(t, testCluster.Current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
 	}
 	assert.Empty(t, actedOn(sweep(t), ns), "nothing left to do")
 }
@@ -87,7 +85,7 @@ func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
 	api, err := testCluster.Create(ctx, cluster.PackageServerAPIService)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = testCluster.Delete(ctx, api[0]) })
-	ns := newNamespace(t, "dead-api")
+	ns := testCluster.NewNamespace(t, "dead-api")
 	_, err = testCluster.Create(ctx, cluster.Fill(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: NAMESPACE}}`, ns))
 	require.NoError(t, err)
 	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
@@ -149,11 +147,9 @@ func explain(t *testing.T, target string) string {
 	// The CronJob's args but --dry-run, which explain does not take: it never writes.
 	cronJob := slices.DeleteFunc(deploy.CronJobArgs(t, base), func(arg string) bool { return strings.HasPrefix(arg, "--dry-run") })
 	args := slices.Concat([]string{"explain", target}, cronJob, young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
-	out, err := exec.Command(sweeperBinary, args...).Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("explain %s: %v\n%s", target, err, exit.Stderr)
+	stdout, stderr, code := sweeperBinary.Run(t, args...)
+	if code != 0 {
+		t.Fatalf("explain %s: exit status %d\n%s", target, code, stderr)
 	}
-	require.NoError(t, err)
-	return string(out)
+	return stdout
 }

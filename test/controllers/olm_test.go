@@ -72,7 +72,7 @@ func actedOn(rep *report.Report, namespace string) []string {
 // installed is touched: its CSV, its RBAC, its InstallPlan, OLM itself.
 func TestAliveMeansAlive(t *testing.T) {
 	setUpOnce(t)
-	ns := newNamespace(t, "alive")
+	ns := testCluster.NewNamespace(t, "alive")
 	csv := installDemo(t, ns)
 	rbac := olmRBAC(t, ns)
 	require.NotEmpty(t, rbac, "OLM made the operator's ClusterRole and binding")
@@ -97,7 +97,7 @@ func TestAliveMeansAlive(t *testing.T) {
 // run has nothing to do.
 func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	setUpOnce(t)
-	ns := newNamespace(t, "f1")
+	ns := testCluster.NewNamespace(t, "f1")
 	installDemo(t, ns)
 	rbac := olmRBAC(t, ns)
 	require.NotEmpty(t, rbac)
@@ -123,7 +123,7 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	rep = sweep(t)
 
 	for _, obj := range rbac {
-		assert.Nil(t, current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
+		assert.Nil(t, testCluster.Current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
 	}
 	_, err := csvClient(ns).Get(context.Background(), cluster.DemoCSV, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the CSV is released: %v", err)
@@ -144,21 +144,13 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	assert.Empty(t, actedOn(second, ns), "nothing left to do")
 }
 
-// current returns obj as the server has it now, or nil.
-func current(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
-	t.Helper()
-	now, err := testCluster.Get(context.Background(), obj)
-	require.NoError(t, err)
-	return now
-}
-
 // TestF2SubscriptionDeleted: the Subscription is deleted, the operator still runs (OLM v0.28
 // disowns its components, and the garbage collector takes its InstallPlans): the CSV is
 // unmanaged, not left behind, even with CSVs opted in. Once the admin deletes the CSV too, its
 // Operator object is left behind, and deleted, opted in.
 func TestF2SubscriptionDeleted(t *testing.T) {
 	setUpOnce(t)
-	ns := newNamespace(t, "f2")
+	ns := testCluster.NewNamespace(t, "f2")
 	csv := installDemo(t, ns)
 	require.NoError(t, testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Delete(context.Background(), "sweeper-demo", metav1.DeleteOptions{}))
 	eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
@@ -175,25 +167,25 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
 	assert.Nil(t, f.Action)
 	assert.Empty(t, actedOn(rep, ns))
-	assert.NotNil(t, current(t, csv), "a running operator stays")
+	assert.NotNil(t, testCluster.Current(t, csv), "a running operator stays")
 
 	// The admin deletes the CSV; OLM, running, releases it and deletes its RBAC.
 	deleteCSV(t, ns)
-	eventually(t, time.Minute, "OLM releases the CSV", func() bool { return current(t, csv) == nil })
+	eventually(t, time.Minute, "OLM releases the CSV", func() bool { return testCluster.Current(t, csv) == nil })
 	operator := &unstructured.Unstructured{}
 	operator.SetAPIVersion("operators.coreos.com/v1")
 	operator.SetKind("Operator")
 	operator.SetName(cluster.DemoPackage + "." + ns)
-	require.NotNil(t, current(t, operator), "OLM keeps the Operator object")
+	require.NotNil(t, testCluster.Current(t, operator), "OLM keeps the Operator object")
 
 	rep = sweepConfigured(t, optedIn)
 
 	f = findingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
-	assert.Nil(t, current(t, operator))
+	assert.Nil(t, testCluster.Current(t, operator))
 	time.Sleep(3 * time.Second)
-	assert.Nil(t, current(t, operator), "OLM does not make it again")
+	assert.Nil(t, testCluster.Current(t, operator), "OLM does not make it again")
 }
 
 // findingAbout returns the report's finding of rule about obj, by kind and name.
@@ -220,13 +212,13 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 	setUpOnce(t)
 	reproduced, conclusive := false, 0
 	for attempt := 1; attempt <= 3 && !reproduced; attempt++ {
-		ns := newNamespace(t, fmt.Sprintf("f3-%d", attempt))
+		ns := testCluster.NewNamespace(t, fmt.Sprintf("f3-%d", attempt))
 		old, sub := recreateSubscription(t, ns)
 		used := usedPlans(sub)
 
 		rep := sweep(t)
 
-		if now := usedPlans(current(t, sub)); !slices.Equal(used, now) {
+		if now := usedPlans(testCluster.Current(t, sub)); !slices.Equal(used, now) {
 			t.Logf("%s: OLM moved the new Subscription from InstallPlan %v to %v during the sweep: inconclusive", ns, used, now)
 			continue
 		}
@@ -237,7 +229,7 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 			if f == nil {
 				// OLM's workers may make a plan for the deleted Subscription just after it is
 				// gone: the garbage collector deletes it.
-				assert.Nil(t, current(t, plan), "the Manual Subscription's plan %s is reported, or gone", plan.GetName())
+				assert.Nil(t, testCluster.Current(t, plan), "the Manual Subscription's plan %s is reported, or gone", plan.GetName())
 				continue
 			}
 			if !slices.Contains(used, plan.GetName()) {
@@ -249,7 +241,7 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 			t.Logf("%s: the new Subscription uses the Manual Subscription's InstallPlan %s: #3199 reproduced", ns, plan.GetName())
 			repaired = append(repaired, "installplan-owners InstallPlan "+plan.GetName())
 			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
-			now := current(t, plan)
+			now := testCluster.Current(t, plan)
 			require.NotNil(t, now)
 			assert.True(t, slices.ContainsFunc(now.GetOwnerReferences(), func(ref metav1.OwnerReference) bool {
 				return ref.Kind == "Subscription" && ref.UID == sub.GetUID()

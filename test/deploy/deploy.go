@@ -1,15 +1,11 @@
-// Package deploy deploys operator-sweeper on a test cluster as its manifests say, and runs the
-// binary `make build` makes as the ServiceAccount the manifests create: what the e2e suites share.
+// Package deploy deploys operator-sweeper on a test cluster as its manifests say, and gives what
+// runs the binary as the ServiceAccount the manifests create: its kubeconfig, the CronJob's args.
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,42 +22,13 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
-
-// The binary's version and commit, stamped by make build.
-const (
-	Version = "v0.0.0-e2e"
-	Commit  = "e2ecafe"
-)
-
-// RepoRoot is the repository, from a package under test/.
-var RepoRoot = filepath.Join("..", "..")
-
-// Build builds the binary as `make build` does, into dir, and returns its path.
-func Build(dir string) (string, error) {
-	binary := filepath.Join(dir, "operator-sweeper")
-	build := exec.Command("make", "-C", RepoRoot, "build", "BIN="+binary, "VERSION="+Version, "COMMIT="+Commit)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("make build: %w", err)
-	}
-	return binary, nil
-}
 
 // Render renders a kustomization of manifests/ with the kustomize API, as kubectl kustomize does.
 func Render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(RepoRoot, "manifests", dir))
-	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	for _, r := range resources.Resources() {
-		m, err := r.Map()
-		require.NoError(t, err)
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
-	return objs
+	return RenderAt(t, filepath.Join(cluster.RepoRoot, "manifests", dir))
 }
 
 // RenderAt renders the kustomization in dir, anywhere (a test's own, on top of manifests/), as
@@ -150,21 +117,4 @@ func CronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 		}
 	}
 	return args
-}
-
-// Run runs the binary and decodes its JSON report.
-func Run(t *testing.T, binary string, args ...string) (*report.Report, string, int) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	code := 0
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		require.True(t, errors.As(err, &exit), "run %s: %v", binary, err)
-		code = exit.ExitCode()
-	}
-	var rep report.Report
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
-	return &rep, stderr.String(), code
 }

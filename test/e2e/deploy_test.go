@@ -47,10 +47,10 @@ func fieldCases(t *testing.T) map[string]cluster.Seeded {
 	seeded := map[string]cluster.Seeded{}
 	for name, seed := range seeds {
 		ns := "e2e-" + name
-		_, err := testCluster.Create(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
-		require.NoError(t, err)
-		seeded[name], err = seed(ns)
+		require.NoError(t, testCluster.CreateNamespace(ctx, ns))
+		s, err := seed(ns)
 		require.NoError(t, err, name)
+		seeded[name] = s
 	}
 	cluster.AgeDebris() // and past the CatalogSource pods' one-second grace period
 	return seeded
@@ -100,17 +100,17 @@ func TestDeployed(t *testing.T) {
 	// The debris is seconds old: the thresholds would keep it from being acted on.
 	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
 
-	reportOnly := render(t, "overlays/report-only")
-	apply(t, reportOnly, false)
-	saConfig, kubeconfig := serviceAccountConfig(t)
-	args := append(append(cronJobArgs(t, reportOnly), young...), "--kubeconfig", kubeconfig)
+	reportOnly := deploy.Render(t, "overlays/report-only")
+	deploy.Apply(t, testCluster, reportOnly, false)
+	saConfig, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
+	args := append(append(deploy.CronJobArgs(t, reportOnly), young...), "--kubeconfig", kubeconfig)
 	require.Contains(t, args, "--dry-run=client")
 
 	before := snapshot(t, seeded)
-	planned, stderr, code := runSweeper(t, args...)
+	planned, stderr, code := sweeperBinary.RunReport(t, args...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, planned)
-	assert.Equal(t, deploy.Version, planned.Metadata.Version)
+	assert.Equal(t, cluster.ReleaseStamp.Version, planned.Metadata.Version)
 	assert.Equal(t, before, snapshot(t, seeded), "a report-only run changes nothing")
 	// The report-only ServiceAccount cannot write.
 	saClient, err := dynamic.NewForConfig(saConfig)
@@ -122,11 +122,11 @@ func TestDeployed(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "the report-only role may not patch: %v", err)
 
 	// The base: a server-side dry run is allowed every action and changes nothing.
-	base := render(t, "base")
-	apply(t, base, false)
-	args = append(append(cronJobArgs(t, base), young...), "--kubeconfig", kubeconfig)
+	base := deploy.Render(t, "base")
+	deploy.Apply(t, testCluster, base, false)
+	args = append(append(deploy.CronJobArgs(t, base), young...), "--kubeconfig", kubeconfig)
 	require.Contains(t, args, "--dry-run=none")
-	rehearsed, stderr, code := runSweeper(t, append(args, "--dry-run=server")...)
+	rehearsed, stderr, code := sweeperBinary.RunReport(t, append(args, "--dry-run=server")...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, rehearsed)
 	assert.Equal(t, findingKeys(planned), findingKeys(rehearsed), "the same findings as the report-only run")
@@ -138,7 +138,7 @@ func TestDeployed(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, seeded), "a server-side dry run changes nothing")
 
 	// The base for real: every expected action applied.
-	applied, stderr, code := runSweeper(t, args...)
+	applied, stderr, code := sweeperBinary.RunReport(t, args...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, applied)
 	outcomes, why := map[string]report.Outcome{}, map[string]string{}
@@ -191,7 +191,7 @@ func policySet(rules []rbacv1.PolicyRule) []string {
 func clusterRole(t *testing.T, objs []*unstructured.Unstructured, name string) []rbacv1.PolicyRule {
 	t.Helper()
 	var role rbacv1.ClusterRole
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "ClusterRole", name).Object, &role))
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(deploy.Find(t, objs, "ClusterRole", name).Object, &role))
 	require.Equal(t, name, role.Name)
 	return role.Rules
 }
@@ -201,8 +201,8 @@ func clusterRole(t *testing.T, objs []*unstructured.Unstructured, name string) [
 func TestClusterRoleGrantsWhatTheRulesNeed(t *testing.T) {
 	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
 		t.Run(overlay, func(t *testing.T) {
-			objs := render(t, overlay)
-			args := cronJobArgs(t, objs)
+			objs := deploy.Render(t, overlay)
+			args := deploy.CronJobArgs(t, objs)
 			opts := options.Default()
 			for _, arg := range args {
 				if file, ok := strings.CutPrefix(arg, "--config="); ok {
@@ -231,15 +231,15 @@ func TestClusterRoleGrantsWhatTheRulesNeed(t *testing.T) {
 
 // TestOverlaysApplyServerSide: every overlay renders and passes a server-side dry-run apply.
 func TestOverlaysApplyServerSide(t *testing.T) {
-	apply(t, []*unstructured.Unstructured{find(t, render(t, "base"), "Namespace", "operator-sweeper")}, false)
+	deploy.Apply(t, testCluster, []*unstructured.Unstructured{deploy.Find(t, deploy.Render(t, "base"), "Namespace", "operator-sweeper")}, false)
 	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
 		t.Run(overlay, func(t *testing.T) {
-			objs := render(t, overlay)
+			objs := deploy.Render(t, overlay)
 			require.Len(t, objs, 10, "namespace, service account, two roles and bindings, the admission policy and binding, config, cron job")
-			apply(t, objs, true)
+			deploy.Apply(t, testCluster, objs, true)
 		})
 	}
-	env, _, _ := unstructured.NestedSlice(find(t, render(t, "overlays/pushgateway"), "CronJob", "operator-sweeper").Object,
+	env, _, _ := unstructured.NestedSlice(deploy.Find(t, deploy.Render(t, "overlays/pushgateway"), "CronJob", "operator-sweeper").Object,
 		"spec", "jobTemplate", "spec", "template", "spec", "containers")
 	assert.Equal(t, []any{map[string]any{"name": "SWEEPER_PUSHGATEWAY_URL", "value": "http://pushgateway.monitoring.svc:9091"}},
 		env[0].(map[string]any)["env"])
@@ -249,13 +249,13 @@ func TestOverlaysApplyServerSide(t *testing.T) {
 // sweeper keeps its pre-images, writable by the non-root sweeper, and leaves the root filesystem
 // read-only; it applies server-side.
 func TestBackupOverlay(t *testing.T) {
-	apply(t, []*unstructured.Unstructured{find(t, render(t, "base"), "Namespace", "operator-sweeper")}, false)
-	objs := render(t, "overlays/backup")
+	deploy.Apply(t, testCluster, []*unstructured.Unstructured{deploy.Find(t, deploy.Render(t, "base"), "Namespace", "operator-sweeper")}, false)
+	objs := deploy.Render(t, "overlays/backup")
 	require.Len(t, objs, 11, "the base, and the claim")
-	apply(t, objs, true)
+	deploy.Apply(t, testCluster, objs, true)
 
 	var cronJob batchv1.CronJob
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, objs, "CronJob", "operator-sweeper").Object, &cronJob))
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(deploy.Find(t, objs, "CronJob", "operator-sweeper").Object, &cronJob))
 	pod := cronJob.Spec.JobTemplate.Spec.Template.Spec
 	container := pod.Containers[0]
 	assert.Contains(t, container.Args, "--backup-dir=/backup")
@@ -264,14 +264,14 @@ func TestBackupOverlay(t *testing.T) {
 	assert.Equal(t, ptr.To[int64](65532), pod.SecurityContext.FSGroup, "the volume is writable by the sweeper's group")
 	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "backup" })
 	require.GreaterOrEqual(t, i, 0)
-	claim := find(t, objs, "PersistentVolumeClaim", pod.Volumes[i].PersistentVolumeClaim.ClaimName)
+	claim := deploy.Find(t, objs, "PersistentVolumeClaim", pod.Volumes[i].PersistentVolumeClaim.ClaimName)
 	assert.Equal(t, "operator-sweeper", claim.GetNamespace())
 }
 
 // TestJobFromCronJob: a Job made from the CronJob as `kubectl create job --from=cronjob/…` makes
 // it is valid, and runs the same pod.
 func TestJobFromCronJob(t *testing.T) {
-	apply(t, render(t, "base"), false)
+	deploy.Apply(t, testCluster, deploy.Render(t, "base"), false)
 	cronJob, err := testCluster.Kube.BatchV1().CronJobs("operator-sweeper").Get(context.Background(), "operator-sweeper", metav1.GetOptions{})
 	require.NoError(t, err)
 
@@ -304,7 +304,7 @@ func TestJobFromCronJob(t *testing.T) {
 // TestStaticBinary: make build gives a static binary, built with -trimpath, that knows its version.
 func TestStaticBinary(t *testing.T) {
 	// Statically linked: no ELF interpreter, no shared library.
-	binary, err := elf.Open(sweeperBinary)
+	binary, err := elf.Open(string(sweeperBinary))
 	require.NoError(t, err)
 	defer binary.Close()
 	for _, prog := range binary.Progs {
@@ -314,15 +314,15 @@ func TestStaticBinary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, libraries)
 
-	out, err := exec.Command("go", "version", "-m", sweeperBinary).CombinedOutput()
+	out, err := exec.Command("go", "version", "-m", string(sweeperBinary)).CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Regexp(t, `(?m)^\s+build\s+CGO_ENABLED=0$`, string(out))
 	assert.Regexp(t, `(?m)^\s+build\s+-trimpath=true$`, string(out))
-	assert.NotContains(t, string(out), mustAbs(t, deploy.RepoRoot), "no local paths")
+	assert.NotContains(t, string(out), mustAbs(t, cluster.RepoRoot), "no local paths")
 
-	out, err = exec.Command(sweeperBinary, "--version").CombinedOutput()
-	require.NoError(t, err, string(out))
-	assert.Equal(t, "operator-sweeper "+deploy.Version+" (commit "+deploy.Commit+")\n", string(out))
+	stdout, stderr, code := sweeperBinary.Run(t, "--version")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "operator-sweeper "+cluster.ReleaseStamp.Version+" (commit "+cluster.ReleaseStamp.Commit+")\n", stdout+stderr, "all it prints")
 }
 
 func mustAbs(t *testing.T, path string) string {
@@ -338,13 +338,12 @@ func mustAbs(t *testing.T, path string) string {
 // may release a finalizer and change an InstallPlan's ownerReferences, and nothing else, whatever
 // its role grants.
 func TestAdmissionPolicyLimitsTheServiceAccount(t *testing.T) {
-	apply(t, render(t, "base"), false)
-	saConfig, _ := serviceAccountConfig(t)
+	deploy.Apply(t, testCluster, deploy.Render(t, "base"), false)
+	saConfig, _ := deploy.ServiceAccountConfig(t, testCluster)
 	saClient, err := dynamic.NewForConfig(saConfig)
 	require.NoError(t, err)
 	ns := "e2e-admission"
-	_, err = testCluster.Create(context.Background(), "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
-	require.NoError(t, err)
+	require.NoError(t, testCluster.CreateNamespace(context.Background(), ns))
 	created, err := testCluster.Create(context.Background(), cluster.Fill(cluster.F1CSV+`
 ---
 apiVersion: operators.coreos.com/v1alpha1

@@ -25,7 +25,7 @@ import (
 )
 
 // chartDir is the Helm chart, from this package's directory.
-var chartDir = filepath.Join(deploy.RepoRoot, "charts", "operator-sweeper")
+var chartDir = filepath.Join(cluster.RepoRoot, "charts", "operator-sweeper")
 
 // helmLabels are the labels the chart adds and the kustomize manifests have not: Helm's own.
 var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version"}
@@ -33,7 +33,7 @@ var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.
 // helmBinary builds helm once per machine (hack/helm.sh: pinned, from the Go module proxy) and
 // returns its path; the first build takes a couple of minutes, and says so on stderr.
 var helmBinary = sync.OnceValues(func() (string, error) {
-	cmd := exec.Command(filepath.Join(deploy.RepoRoot, "hack", "helm.sh"))
+	cmd := exec.Command(filepath.Join(cluster.RepoRoot, "hack", "helm.sh"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -125,7 +125,7 @@ func renderOnTop(t *testing.T, resources, components []string, patches string) [
 	relative := func(paths []string) string {
 		var list strings.Builder
 		for _, path := range paths {
-			abs, err := filepath.Abs(filepath.Join(deploy.RepoRoot, "manifests", path))
+			abs, err := filepath.Abs(filepath.Join(cluster.RepoRoot, "manifests", path))
 			require.NoError(t, err)
 			rel, err := filepath.Rel(dir, abs)
 			require.NoError(t, err)
@@ -145,7 +145,7 @@ func renderOnTop(t *testing.T, resources, components []string, patches string) [
 // TestChartConfigIsTheBaseConfig: the chart's default config is the kustomize base's, byte for
 // byte (a chart cannot read a file outside itself, so it keeps a copy).
 func TestChartConfigIsTheBaseConfig(t *testing.T) {
-	base, err := os.ReadFile(filepath.Join(deploy.RepoRoot, "manifests", "base", "config.yaml"))
+	base, err := os.ReadFile(filepath.Join(cluster.RepoRoot, "manifests", "base", "config.yaml"))
 	require.NoError(t, err)
 	chart, err := os.ReadFile(filepath.Join(chartDir, "files", "config.yaml"))
 	require.NoError(t, err)
@@ -184,23 +184,23 @@ func TestChartRendersTheKustomizeManifests(t *testing.T) {
 		kustomized func(t *testing.T) []*unstructured.Unstructured
 	}{{
 		name:       "base",
-		kustomized: func(t *testing.T) []*unstructured.Unstructured { return render(t, "base") },
+		kustomized: func(t *testing.T) []*unstructured.Unstructured { return deploy.Render(t, "base") },
 	}, {
 		name:       "report-only",
 		helmArgs:   []string{"-f", "ci/report-only-values.yaml"},
-		kustomized: func(t *testing.T) []*unstructured.Unstructured { return render(t, "overlays/report-only") },
+		kustomized: func(t *testing.T) []*unstructured.Unstructured { return deploy.Render(t, "overlays/report-only") },
 	}, {
 		name:       "pushgateway",
 		helmArgs:   []string{"-f", "ci/pushgateway-values.yaml"},
-		kustomized: func(t *testing.T) []*unstructured.Unstructured { return render(t, "overlays/pushgateway") },
+		kustomized: func(t *testing.T) []*unstructured.Unstructured { return deploy.Render(t, "overlays/pushgateway") },
 	}, {
 		name:       "backup",
 		helmArgs:   []string{"-f", "ci/backup-values.yaml"},
-		kustomized: func(t *testing.T) []*unstructured.Unstructured { return render(t, "overlays/backup") },
+		kustomized: func(t *testing.T) []*unstructured.Unstructured { return deploy.Render(t, "overlays/backup") },
 	}, {
 		name:       "sharded",
 		helmArgs:   []string{"-f", "ci/sharded-values.yaml"},
-		kustomized: func(t *testing.T) []*unstructured.Unstructured { return render(t, "overlays/sharded") },
+		kustomized: func(t *testing.T) []*unstructured.Unstructured { return deploy.Render(t, "overlays/sharded") },
 	}, {
 		// To shard and push, the sharded overlay's comments include the component on the
 		// pushgateway overlay: the env of both, in kustomize's order.
@@ -252,7 +252,7 @@ func TestChartInAnotherNamespace(t *testing.T) {
 // RBAC and admission policy allow the walk and every action, and the actions are applied.
 func TestHelmChartDeploysAndSweeps(t *testing.T) {
 	objs := helmTemplate(t)
-	apply(t, objs, false)
+	deploy.Apply(t, testCluster, objs, false)
 
 	ctx := context.Background()
 	seeds := map[string]func(ns string) (cluster.Seeded, error){
@@ -260,19 +260,18 @@ func TestHelmChartDeploysAndSweeps(t *testing.T) {
 		"e2e-helm-f4": func(ns string) (cluster.Seeded, error) { return testCluster.SeedF4(ctx, ns) },
 	}
 	for ns, seed := range seeds {
-		_, err := testCluster.Create(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
-		require.NoError(t, err)
-		_, err = seed(ns)
+		require.NoError(t, testCluster.CreateNamespace(ctx, ns))
+		_, err := seed(ns)
 		require.NoError(t, err, ns)
 	}
 	cluster.AgeDebris()
 
-	_, kubeconfig := serviceAccountConfig(t)
-	args := cronJobArgs(t, objs)
+	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
+	args := deploy.CronJobArgs(t, objs)
 	require.Contains(t, args, "--dry-run=none", "the chart's CronJob acts")
 	// The debris is seconds old: the thresholds would keep it from being acted on.
 	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
-	rep, stderr, code := runSweeper(t, slices.Concat(args, young, []string{"--kubeconfig", kubeconfig})...)
+	rep, stderr, code := sweeperBinary.RunReport(t, slices.Concat(args, young, []string{"--kubeconfig", kubeconfig})...)
 	require.Equal(t, 0, code, stderr)
 	noForbidden(t, rep)
 	for _, e := range rep.Errors {

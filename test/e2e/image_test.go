@@ -25,10 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
 
 // imageRepository is the repository make image tags the docker load tarball with.
@@ -39,9 +38,9 @@ const imageRepository = "ghcr.io/operator-sweeper/operator-sweeper"
 func buildImage(t *testing.T, dir string, env ...string) string {
 	t.Helper()
 	out := filepath.Join(dir, "image")
-	cmd := exec.Command("go", "run", "./hack/image", "--binary", mustAbs(t, sweeperBinary), "--out", out,
-		"--version", deploy.Version, "--revision", deploy.Commit)
-	cmd.Dir = deploy.RepoRoot
+	cmd := exec.Command("go", "run", "./hack/image", "--binary", mustAbs(t, string(sweeperBinary)), "--out", out,
+		"--version", cluster.ReleaseStamp.Version, "--revision", cluster.ReleaseStamp.Commit)
+	cmd.Dir = cluster.RepoRoot
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SOURCE_DATE_EPOCH=") }), env...)
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(output))
@@ -58,7 +57,7 @@ func layoutImage(t *testing.T, dir string) v1.Image {
 	require.Len(t, manifest.Manifests, 1)
 	desc := manifest.Manifests[0]
 	assert.Equal(t, &v1.Platform{OS: "linux", Architecture: "amd64"}, desc.Platform)
-	assert.Equal(t, deploy.Version, desc.Annotations["org.opencontainers.image.ref.name"])
+	assert.Equal(t, cluster.ReleaseStamp.Version, desc.Annotations["org.opencontainers.image.ref.name"])
 	img, err := index.Image(desc.Digest)
 	require.NoError(t, err)
 	return img
@@ -107,8 +106,8 @@ func TestImage(t *testing.T) {
 	assert.Contains(t, cfg.Config.Env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "as distroless")
 	assert.Equal(t, map[string]string{
 		"org.opencontainers.image.title":    "operator-sweeper",
-		"org.opencontainers.image.version":  deploy.Version,
-		"org.opencontainers.image.revision": deploy.Commit,
+		"org.opencontainers.image.version":  cluster.ReleaseStamp.Version,
+		"org.opencontainers.image.revision": cluster.ReleaseStamp.Commit,
 		"org.opencontainers.image.source":   "https://github.com/operator-sweeper/operator-sweeper",
 	}, cfg.Config.Labels)
 	assert.True(t, cfg.Created.Equal(time.Unix(0, 0)), "without SOURCE_DATE_EPOCH, the epoch: %s", cfg.Created)
@@ -165,21 +164,21 @@ func TestImage(t *testing.T) {
 	assert.Equal(t, byte(tar.TypeReg), binary.header.Typeflag)
 	assert.Equal(t, int64(0o755), binary.header.Mode&0o7777)
 	assert.Equal(t, []int{0, 0}, []int{binary.header.Uid, binary.header.Gid}, "owned by root: nonroot cannot replace it")
-	built, err := os.ReadFile(sweeperBinary)
+	built, err := os.ReadFile(string(sweeperBinary))
 	require.NoError(t, err)
 	assert.Equal(t, sha256.Sum256(built), sha256.Sum256(binary.data), "the binary make build built")
 	extracted := filepath.Join(dir, "operator-sweeper")
 	require.NoError(t, os.WriteFile(extracted, binary.data, os.FileMode(binary.header.Mode)&os.ModePerm))
-	out, err := exec.Command(extracted, "--version").CombinedOutput()
-	require.NoError(t, err, string(out))
-	assert.Equal(t, "operator-sweeper "+deploy.Version+" (commit "+deploy.Commit+")\n", string(out))
+	stdout, stderr, code := cluster.Binary(extracted).Run(t, "--version")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "operator-sweeper "+cluster.ReleaseStamp.Version+" (commit "+cluster.ReleaseStamp.Commit+")\n", stdout+stderr, "all it prints")
 
 	// The docker load tarball: the same config and layer, tagged with the version.
 	tarPath := filepath.Join(dir, "image.tar")
 	loaded, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(tarPath) })
 	require.NoError(t, err)
 	require.Len(t, loaded, 1)
-	assert.Equal(t, []string{imageRepository + ":" + deploy.Version}, loaded[0].RepoTags)
+	assert.Equal(t, []string{imageRepository + ":" + cluster.ReleaseStamp.Version}, loaded[0].RepoTags)
 	fromTar, err := tarball.ImageFromPath(tarPath, nil)
 	require.NoError(t, err)
 	for _, digest := range []func(v1.Image) (v1.Hash, error){v1.Image.ConfigName, func(img v1.Image) (v1.Hash, error) {
@@ -235,9 +234,9 @@ func TestImageRefusesWhatWouldNotRun(t *testing.T) {
 		{[]string{"--arch", "arm64"}, "is built for amd64"},
 		{[]string{"--version", "not a tag"}, "not a valid tag"},
 	} {
-		args := append([]string{"run", "./hack/image", "--binary", mustAbs(t, sweeperBinary), "--out", filepath.Join(t.TempDir(), "image"), "--version", deploy.Version}, tt.args...)
+		args := append([]string{"run", "./hack/image", "--binary", mustAbs(t, string(sweeperBinary)), "--out", filepath.Join(t.TempDir(), "image"), "--version", cluster.ReleaseStamp.Version}, tt.args...)
 		cmd := exec.Command("go", args...)
-		cmd.Dir = deploy.RepoRoot
+		cmd.Dir = cluster.RepoRoot
 		out, err := cmd.CombinedOutput()
 		assert.Error(t, err, "%v", tt.args)
 		assert.Contains(t, string(out), tt.want, "%v", tt.args)
@@ -248,7 +247,7 @@ func TestImageRefusesWhatWouldNotRun(t *testing.T) {
 // instruction keyword with its arguments, continuation lines joined, comments dropped.
 func dockerfileStage(t *testing.T) (from string, instructions [][2]string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(deploy.RepoRoot, "Dockerfile"))
+	f, err := os.Open(filepath.Join(cluster.RepoRoot, "Dockerfile"))
 	require.NoError(t, err)
 	defer f.Close()
 	var lines []string

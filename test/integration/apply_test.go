@@ -71,7 +71,7 @@ type applyFixture struct {
 }
 
 func newApplyFixture(t *testing.T) applyFixture {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	rec := &recorder{}
 	cfg := rest.CopyConfig(testCluster.Config)
 	cfg.WrapTransport = rec.wrap

@@ -238,7 +238,7 @@ func runSweeperWith(t *testing.T, proxy *cluster.FaultProxy, env []string, args 
 	kubeconfig, err := proxy.Kubeconfig(t.TempDir())
 	require.NoError(t, err)
 	base = append(base, "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
-	return runBinaryEnv(t, append(base, env...), args...) // later values win
+	return sweeperBinary.RunIn(t, append(base, env...), nil, args...) // later values win
 }
 
 // beyondDiscovery returns the requests other than a GET of the version or of discovery (/api,

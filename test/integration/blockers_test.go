@@ -73,7 +73,7 @@ func deadAPIServicesOptIn(opts options.Options) options.Options {
 // opted in, skipped opt-in otherwise; registered by anyone else, while its Service's namespace is
 // there, it is kept.
 func TestDeadAPIService(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 
 	t.Run("OLM's, without the opt-in", func(t *testing.T) {
 		api := registerAPIService(t, ns, fill(olmLabels, ns, ""))
@@ -145,7 +145,7 @@ func denyingWebhook(t *testing.T, message string) *httptest.Server {
 // as refusing the writes it matches.
 func TestWebhooksThatBlockWrites(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	// Seeded first, so that the webhooks are gone before it is cleaned up.
 	debris := seeded(t)(testCluster.SeedF4(ctx, ns)).Objects
 	server := denyingWebhook(t, "finalizers are ours")

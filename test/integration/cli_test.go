@@ -1,17 +1,11 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/assert"
@@ -19,45 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// runBinary runs the operator-sweeper binary against the test cluster.
-func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runBinaryEnv(t, nil, append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
-}
-
-// runBinaryEnv runs the operator-sweeper binary with args in the environment env (KEY=value), or
-// the test's if env is nil, and returns what it printed and its exit code. A run that hangs is
-// killed after two minutes: it fails its test, not the whole package.
-func runBinaryEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runBinaryAs(t, sweeperBinary, nil, env, args...)
-}
-
-// runBinaryAs runs binary as runBinaryEnv runs operator-sweeper, as user if not nil.
-func runBinaryAs(t *testing.T, binary string, user *syscall.Credential, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = env
-	if user != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user}
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run %s: %v", binary, err)
-	}
-	return out.String(), errOut.String(), code
-}
-
 func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 	reportFile := filepath.Join(t.TempDir(), "report.json")
 
@@ -91,7 +48,7 @@ func TestBinaryReportsStuckObjectsAsJSON(t *testing.T) {
 }
 
 func TestBinaryOutputFormats(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 	args := []string{"--include-namespaces", ns, "--min-terminating-age=0s", "--log-level=warn", "--rules=stuck-terminating"}
 
@@ -116,7 +73,7 @@ func TestBinaryOutputFormats(t *testing.T) {
 }
 
 func TestBinaryExitCodes(t *testing.T) {
-	stuck, clean := newNamespace(t, "stuck"), newNamespace(t, "clean")
+	stuck, clean := testCluster.NewNamespace(t, "stuck"), testCluster.NewNamespace(t, "clean")
 	terminate(t, stuck, stuckPair)
 
 	_, stderr, code := runBinary(t, "--include-namespaces", stuck, "--min-terminating-age=0s", "--fail-on-findings", "--log-level=warn", "--rules=stuck-terminating")
@@ -135,7 +92,7 @@ func TestBinaryExitCodes(t *testing.T) {
 }
 
 func TestBinaryFlagsOverrideTheConfigFile(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(`
@@ -170,7 +127,7 @@ rules:
 // TestBinaryExplain: explain takes TYPE/NAME as kubectl does, flags before or after; prints the
 // chain through the object, or exits 2 with one line for an object it cannot find.
 func TestBinaryExplain(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 
 	stdout, stderr, code := runBinary(t, "explain", "syslogngconfig.logging.banzaicloud.io/stuck", "-n", ns, "--min-terminating-age=0s")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
@@ -127,7 +128,7 @@ func (c *liveController) takeOff(ctx context.Context, name, finalizer string) er
 // left it.
 func TestConcurrentSweepers(t *testing.T) {
 	const total, live = 1000, 100
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	// Every tenth object is also the live controller's: spread over the order the sweepers act in.
 	isLive := func(i int) bool { return i%(total/live) == total/live-1 }
 	var liveNames []string
@@ -161,16 +162,16 @@ func TestConcurrentSweepers(t *testing.T) {
 
 	start := time.Now()
 	config := orphansConfig(t, ns)
-	var sweepers []*sweeperProcess
+	var sweepers []*cluster.Running
 	for range 3 {
-		sweepers = append(sweepers, startSweeper(t, "--config", config, "--dry-run=none", "--max-actions=0", "--include-namespaces="+ns,
-			"--min-terminating-age=0s", "--min-age=0s", "-o", "json", "--log-level=warn", "--qps=100", "--burst=100"))
+		sweepers = append(sweepers, sweeperBinary.Start(t, asAdmin("--config", config, "--dry-run=none", "--max-actions=0", "--include-namespaces="+ns,
+			"--min-terminating-age=0s", "--min-age=0s", "-o", "json", "--log-level=warn", "--qps=100", "--burst=100")...))
 	}
 	var reports []*report.Report
 	for i, p := range sweepers {
-		code := p.wait(t, 90*time.Second)
-		assert.Equal(t, 0, code, "sweeper %d: stderr:\n%s", i, p.stderr.String())
-		reports = append(reports, p.rep(t))
+		code := p.Wait(t, 90*time.Second)
+		assert.Equal(t, 0, code, "sweeper %d: stderr:\n%s", i, p.Stderr())
+		reports = append(reports, p.Report(t))
 	}
 	close(sweepersDone)
 	t.Logf("three sweepers done in %s", time.Since(start).Round(time.Millisecond))

@@ -83,7 +83,7 @@ spec:
 // CSV is not in the view (CSVs were listed before ClusterRoles); its ClusterRole is. The CSV is
 // read again before the delete: it exists, so the ClusterRole stays.
 func TestConfirmOLMRBACOfACSVInstalledMeanwhile(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	role := create(t, ns, fill(olmRBAC, ns, "etcd.v2"))[0]
 	rec := &recorder{}
 
@@ -101,7 +101,7 @@ func TestConfirmOLMRBACOfACSVInstalledMeanwhile(t *testing.T) {
 // upgrade right before the delete reaches the server. The delete's resourceVersion precondition
 // fails; the re-plan finds the new CSV.
 func TestConfirmDeleteCarriesTheResourceVersion(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	role := create(t, ns, fill(olmRBAC, ns, "etcd.v1"))[0]
 	rec := &recorder{}
 
@@ -123,7 +123,7 @@ func TestConfirmDeleteCarriesTheResourceVersion(t *testing.T) {
 // TestConfirmNamespacedOLMRBACIsTheGarbageCollectorsJob: a Role owned by its CSV is collected
 // with it; the sweeper reports it and leaves it alone.
 func TestConfirmNamespacedOLMRBACIsTheGarbageCollectorsJob(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	role := create(t, ns, fill(`
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -156,45 +156,12 @@ spec:
 status: {phase: Succeeded, reason: InstallSucceeded}
 `
 
-// runningOperator is an operator whose Subscription was deleted on purpose (or is being
-// re-created): its CSV succeeded and runs, its Operator lists the CSV and its CRD.
-const runningOperator = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
-spec:
-  group: NAMESPACE.test.operator-sweeper.io
-  scope: Namespaced
-  names: {plural: etcdclusters, singular: etcdcluster, kind: EtcdCluster, listKind: EtcdClusterList}
-  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: ClusterServiceVersion
-metadata: {name: etcdoperator.v0.9.4, namespace: NAMESPACE, labels: {operators.coreos.com/etcd.NAMESPACE: ""}}
-spec:
-  displayName: etcd
-  install: {strategy: deployment, spec: {deployments: []}}
-  customresourcedefinitions:
-    owned: [{name: etcdclusters.NAMESPACE.test.operator-sweeper.io, version: v1, kind: EtcdCluster}]
-status: {phase: Succeeded, reason: InstallSucceeded}
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: etcd.NAMESPACE}
-status:
-  components:
-    labelSelector: {matchExpressions: [{key: operators.coreos.com/etcd.NAMESPACE, operator: Exists}]}
-    refs:
-    - {apiVersion: operators.coreos.com/v1alpha1, kind: ClusterServiceVersion, name: etcdoperator.v0.9.4, namespace: NAMESPACE}
-    - {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: etcdclusters.NAMESPACE.test.operator-sweeper.io}
-`
-
 // TestConfirmLeftoversMustBeAbandoned: OLM's packageserver, and an operator that runs without a
 // Subscription, are unmanaged, not left behind: with CSVs and CRDs opted in, nothing goes.
 func TestConfirmLeftoversMustBeAbandoned(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	server := create(t, ns, packageServer)[0]
-	objs := create(t, ns, runningOperator)
+	objs := create(t, ns, cluster.EtcdRunning)
 	crd, csv := objs[0], objs[1]
 	opts := shippedOptions(t)
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{
@@ -246,10 +213,10 @@ spec: {holderIdentity: laptop_1f0c, leaseDurationSeconds: 15, renewTime: "RENEWE
 `,
 	} {
 		t.Run(name, func(t *testing.T) {
-			operatorNS := newNamespace(t, "operator")
+			operatorNS := testCluster.NewNamespace(t, "operator")
 			// Renewed as the sweep runs: an hour from now, the sweep's clock.
 			create(t, operatorNS, strings.ReplaceAll(alive, "RENEWED", time.Now().Add(time.Hour).UTC().Format(metav1.RFC3339Micro)))
-			ns := newNamespace(t)
+			ns := testCluster.NewNamespace(t)
 			debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
 			rep := sweep(t, shippedOptions(t), nil)
@@ -306,7 +273,7 @@ data: {release: SDRzSQ==}
 `},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ns := newNamespace(t)
+			ns := testCluster.NewNamespace(t)
 			create(t, ns, tt.release)
 			create(t, ns, fill(strings.ReplaceAll(helmCRD, "LABELS", tt.labels), ns, ""))
 			widget := createWhenServed(t, ns, stuckWidget)[0]
@@ -329,7 +296,7 @@ data: {release: SDRzSQ==}
 // and a Knative Service; another Operator, whose Subscription exists, shares a ConfigMap with it.
 // Opted in for Services and ConfigMaps, only the core Service goes.
 func TestConfirmLeftoverOptInNamesTheGroup(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	group := "serving." + ns + ".test.operator-sweeper.io"
 	create(t, ns, strings.ReplaceAll(fill(`
 apiVersion: apiextensions.k8s.io/v1
@@ -341,12 +308,7 @@ spec:
   names: {plural: services, singular: service, kind: Service, listKind: ServiceList}
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
 `, ns, ""), "GROUP", group))
-	create(t, ns, strings.ReplaceAll(`
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: shop, namespace: NAMESPACE}
-spec: {channel: stable, name: shop, source: operatorhubio-catalog, sourceNamespace: olm}
-`, "NAMESPACE", ns))
+	create(t, ns, cluster.ShopSubscription)
 	objs := createWhenServed(t, ns, strings.NewReplacer("GROUP", group, "NAMESPACE", ns).Replace(`
 apiVersion: GROUP/v1
 kind: Service
@@ -360,27 +322,11 @@ spec: {ports: [{port: 8443}]}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: shared, namespace: NAMESPACE}
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: knative.NAMESPACE}
-status:
-  components:
-    labelSelector: {matchExpressions: [{key: operators.coreos.com/knative.NAMESPACE, operator: Exists}]}
-    refs:
-    - {apiVersion: GROUP/v1, kind: Service, name: hello, namespace: NAMESPACE}
-    - {apiVersion: v1, kind: Service, name: metrics, namespace: NAMESPACE}
-    - {apiVersion: v1, kind: ConfigMap, name: shared, namespace: NAMESPACE}
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: shop.NAMESPACE}
-status:
-  components:
-    labelSelector: {matchExpressions: [{key: operators.coreos.com/shop.NAMESPACE, operator: Exists}]}
-    refs:
-    - {apiVersion: v1, kind: ConfigMap, name: shared, namespace: NAMESPACE}
-`))
+---`+cluster.Operator("knative",
+		"{apiVersion: GROUP/v1, kind: Service, name: hello, namespace: NAMESPACE}",
+		"{apiVersion: v1, kind: Service, name: metrics, namespace: NAMESPACE}",
+		"{apiVersion: v1, kind: ConfigMap, name: shared, namespace: NAMESPACE}")+
+		"---"+cluster.Operator("shop", "{apiVersion: v1, kind: ConfigMap, name: shared, namespace: NAMESPACE}")))
 	knative, core, shared := objs[0], objs[1], objs[2]
 	opts := shippedOptions(t)
 	opts.RuleConfigs[rules.OperatorLeftoversName] = rules.RuleConfig{Args: rules.OperatorLeftoversArgs{Delete: []string{"Service", "ConfigMap"}}}
@@ -432,7 +378,7 @@ func catalogPodOn(t *testing.T, ns, pod, nodeName string, disruptionTarget bool)
 // DisruptionTarget, a node Ready=False with a fresh heartbeat (its kubelet reports), and a zone
 // where most nodes went Unknown at once: no pod is force-deleted.
 func TestConfirmLostNodesAreJudgedAsKubernetesJudgesThem(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	healthy, outage := ns+"-a", ns+"-b"
 	node(t, ns+"-flapping", healthy, "Unknown", 20*time.Second, 20*time.Second)
 	node(t, ns+"-reporting", healthy, "False", time.Hour, 5*time.Second)
@@ -470,7 +416,7 @@ func TestConfirmLostNodesAreJudgedAsKubernetesJudgesThem(t *testing.T) {
 // API server's (here the server's answers say so). A node that went Unknown ten minutes ago by
 // the sweeper's clock has, by the server's, not yet: its pod stays.
 func TestConfirmAgesAreMeasuredAgainstTheServersClock(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	node(t, ns+"-lost", ns, "Unknown", 10*time.Minute, 10*time.Minute)
 	for i := range 3 {
 		node(t, fmt.Sprintf("%s-up-%d", ns, i), ns, "True", time.Hour, 5*time.Second)

@@ -38,7 +38,7 @@ func outcomes(findings []report.FindingResult) map[string]report.Outcome {
 }
 
 func TestMaxActionsSkipsTheRest(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
 	opts.MaxActions = 1
@@ -69,7 +69,7 @@ func TestMaxActionsSkipsTheRest(t *testing.T) {
 // TestSecondRunAppliesNothing: actions are idempotent; what the first run fixed, the second
 // finds fixed.
 func TestSecondRunAppliesNothing(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
 	opts.DryRun = report.DryRunNone
@@ -89,7 +89,7 @@ func TestSecondRunAppliesNothing(t *testing.T) {
 }
 
 func TestProtectedNamespacesAreNeverActedOn(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, threeWithFinalizerA)
 	opts := testOptions(ns)
 	opts.DryRun = report.DryRunNone
@@ -115,7 +115,7 @@ func (panickingRule) Name() string { return "panicking" }
 func (panickingRule) Plan(context.Context, *rules.View) []rules.Finding { panic("boom") }
 
 func TestAPanickingRuleIsReportedAndTheOthersRun(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 
 	rep := newEngine(t, testOptions(ns), nil, nil, panickingRule{}, stuckTerminating(t, 0)).Run(context.Background())
@@ -127,7 +127,7 @@ func TestAPanickingRuleIsReportedAndTheOthersRun(t *testing.T) {
 }
 
 func TestRequestsCarryTheUserAgent(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	rec := &recorder{}
 	opts := testOptions(ns)
 	opts.Version = "v9.8.7"
@@ -153,7 +153,7 @@ func (*contentProbe) ReadsContent() []rules.ContentRequest {
 }
 
 func TestRulesGetTheContentTheyRead(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, `
 apiVersion: apps/v1
 kind: Deployment
@@ -299,7 +299,7 @@ func TestOptInAndDependencies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := newNamespace(t)
+			ns := testCluster.NewNamespace(t)
 			create(t, ns, doomedAndHeld)
 			opts := testOptions(ns)
 			opts.DryRun = report.DryRunNone

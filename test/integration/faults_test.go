@@ -61,7 +61,7 @@ func (d faultDebris) fluentdObjects() string {
 
 func seedFaultDebris(t *testing.T) faultDebris {
 	t.Helper()
-	d := faultDebris{ns: newNamespace(t)}
+	d := faultDebris{ns: testCluster.NewNamespace(t)}
 	var manifests []string
 	for i := range faultSyslogNGs {
 		manifests = append(manifests, fmt.Sprintf(`
@@ -111,7 +111,7 @@ func sweepThroughProxy(t *testing.T, proxy *cluster.FaultProxy, d faultDebris, e
 
 	start := time.Now()
 	var run faultRun
-	run.stdout, run.stderr, run.code = runBinaryEnv(t, nil, args...)
+	run.stdout, run.stderr, run.code = sweeperBinary.Run(t, args...)
 	run.took = time.Since(start)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -35,7 +35,7 @@ const chromium = "/usr/bin/chromium"
 func TestBinaryHTMLReport(t *testing.T) {
 	requireChromium(t)
 	ctx := context.Background()
-	nsF1, nsF4 := newNamespace(t, "f1"), newNamespace(t, "f4")
+	nsF1, nsF4 := testCluster.NewNamespace(t, "f1"), testCluster.NewNamespace(t, "f4")
 	seeded(t)(testCluster.SeedF1(ctx, nsF1))
 	seeded(t)(testCluster.SeedF4(ctx, nsF4))
 	dir := t.TempDir()

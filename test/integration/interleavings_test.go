@@ -47,15 +47,7 @@ spec: {controlNamespace: NAMESPACE}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: shop-settings, namespace: NAMESPACE}
----
-apiVersion: operators.coreos.com/v1
-kind: Operator
-metadata: {name: shop.NAMESPACE}
-status:
-  components:
-    labelSelector: {matchExpressions: [{key: operators.coreos.com/shop.NAMESPACE, operator: Exists}]}
-    refs: [{apiVersion: v1, kind: ConfigMap, name: shop-settings, namespace: NAMESPACE}]
-`, ns, ""))
+---`+cluster.Operator("shop", "{apiVersion: v1, kind: ConfigMap, name: shop-settings, namespace: NAMESPACE}"), ns, ""))
 	debris["settings"], debris["operator"] = objs[0], objs[1]
 	f3 := seeded(t)(testCluster.SeedF3(context.Background(), ns, false))
 	debris["plan"] = f3.Get("InstallPlan", "install-abcde")
@@ -95,12 +87,7 @@ func interleavingChanges() []change {
 		{
 			name: "the Subscription of the operator is re-created",
 			do: func(t *testing.T, ns string, _ map[string]*unstructured.Unstructured) {
-				create(t, ns, `
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: shop, namespace: NAMESPACE}
-spec: {channel: stable, name: shop, source: operatorhubio-catalog, sourceNamespace: olm}
-`)
+				create(t, ns, cluster.ShopSubscription)
 			},
 			protected: []string{"DELETE /namespaces/NAMESPACE/configmaps/shop-settings$", "DELETE /operators/shop.NAMESPACE$"},
 		},
@@ -161,7 +148,7 @@ func TestInterleavingsNeverWriteToWhatIsOwnedAgain(t *testing.T) {
 			}
 		}
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			ns := newNamespace(t)
+			ns := testCluster.NewNamespace(t)
 			debris := interleavingDebris(t, ns) // the sweep's clock is an hour ahead: all of it is old
 			var names []string
 			opts := shippedOptions(t)

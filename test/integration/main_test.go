@@ -5,13 +5,9 @@ package integration
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,40 +34,39 @@ import (
 var (
 	// testCluster is started once for the package; tests isolate themselves by namespace.
 	testCluster *cluster.Cluster
-	// sweeperBinary is operator-sweeper built for this run.
-	sweeperBinary string
+	// sweeperBinary is operator-sweeper built for this run, as a developer builds it: version dev.
+	sweeperBinary cluster.Binary
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(cluster.RunTests(m, &testCluster, func(dir string) error {
-		sweeperBinary = filepath.Join(dir, "operator-sweeper")
-		build := exec.Command("go", "build", "-o", sweeperBinary, "github.com/operator-sweeper/operator-sweeper/cmd/operator-sweeper")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build operator-sweeper: %w", err)
-		}
-		return nil
-	}))
+	cluster.Main(m, &testCluster, cluster.Components{}, func(dir string) (err error) {
+		sweeperBinary, err = cluster.Build(dir, cluster.Stamp{})
+		return err
+	})
 }
 
-var nonNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+// asAdmin is args with the test cluster's admin kubeconfig first: the binary runs as the
+// cluster's admin, unless args say otherwise.
+func asAdmin(args ...string) []string {
+	return append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)
+}
 
-// newNamespace creates a namespace named after the test and the suffix.
-func newNamespace(t testing.TB, suffix ...string) string {
+// runBinary runs operator-sweeper as the test cluster's admin.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	name := strings.Trim(nonNameChars.ReplaceAllString(strings.ToLower(strings.Join(append([]string{t.Name()}, suffix...), "-")), "-"), "-")
-	if len(name) > 63 {
-		name = strings.Trim(name[len(name)-63:], "-")
-	}
-	_, err := testCluster.Kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return name
+	return sweeperBinary.Run(t, asAdmin(args...)...)
+}
+
+// runReport runs operator-sweeper as the test cluster's admin, with a JSON report and only
+// warnings logged, and decodes the report.
+func runReport(t *testing.T, args ...string) (*report.Report, string, int) {
+	t.Helper()
+	return sweeperBinary.RunReport(t, asAdmin(append(args, "-o", "json", "--log-level=warn")...)...)
 }
 
 // fill replaces every "NAMESPACE" in manifests by namespace, then every "NAME" by name, if given.
 func fill(manifests, namespace, name string) string {
-	manifests = strings.ReplaceAll(manifests, "NAMESPACE", namespace)
+	manifests = cluster.Fill(manifests, namespace)
 	if name != "" {
 		manifests = strings.ReplaceAll(manifests, "NAME", name)
 	}

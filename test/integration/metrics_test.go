@@ -3,7 +3,6 @@ package integration
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,15 +27,6 @@ func startGateway(t *testing.T, opts pushgateway.Options) *pushgateway.Gateway {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, gw.Stop()) })
 	return gw
-}
-
-// runReport runs the binary and decodes its JSON report.
-func runReport(t *testing.T, args ...string) (*report.Report, string, int) {
-	t.Helper()
-	stdout, stderr, code := runBinary(t, append(args, "-o", "json", "--log-level=warn")...)
-	var rep report.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), "stdout: %s\nstderr: %s", stdout, stderr)
-	return &rep, stderr, code
 }
 
 func scrape(t *testing.T, gw *pushgateway.Gateway) map[string]*dto.MetricFamily {
@@ -111,7 +101,7 @@ func labelString(labels map[string]string) string {
 // findings leaves nothing of the first; a failed run keeps the last success time.
 func TestMetricsArePushed(t *testing.T) {
 	gw := startGateway(t, pushgateway.Options{})
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns))
 	cluster := "metrics-" + ns
 	group := map[string]string{"job": "operator-sweeper", "cluster": cluster, "region": "eu", "instance": ""}
@@ -148,7 +138,7 @@ func TestMetricsArePushed(t *testing.T) {
 	// A failed run: a webhook that nothing serves refuses the finalizer patch. The last success
 	// time survives; every family the failed run pushes is replaced whole.
 	time.Sleep(1100 * time.Millisecond) // timestamps are in seconds
-	failing := newNamespace(t, "failing")
+	failing := testCluster.NewNamespace(t, "failing")
 	seeded(t)(testCluster.SeedF4(context.Background(), failing))
 	create(t, failing, brokenWebhook) // after the debris: it is removed first at cleanup
 	third, stderr, code := runReport(t, append(args, "--dry-run=none")...)
@@ -185,7 +175,7 @@ func TestPushgatewayDown(t *testing.T) {
 	gw := startGateway(t, pushgateway.Options{})
 	url := gw.URL
 	require.NoError(t, gw.Stop()) // down, from the start
-	args := []string{"--pushgateway-url", url, "--include-namespaces", newNamespace(t), "--rules=stuck-terminating"}
+	args := []string{"--pushgateway-url", url, "--include-namespaces", testCluster.NewNamespace(t), "--rules=stuck-terminating"}
 
 	rep, stderr, code := runReport(t, args...)
 	assert.Equal(t, 0, code, "a failed push alone does not fail the run: %s", stderr)
@@ -208,7 +198,7 @@ func TestPushgatewayBasicAuth(t *testing.T) {
 	right, wrong := filepath.Join(dir, "right"), filepath.Join(dir, "wrong")
 	require.NoError(t, os.WriteFile(right, []byte("s3cret\n"), 0o600))
 	require.NoError(t, os.WriteFile(wrong, []byte("guess\n"), 0o600))
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	args := []string{"--pushgateway-url", gw.URL, "--pushgateway-username", "sweeper", "--include-namespaces", ns, "--rules=stuck-terminating", "--cluster", "auth-" + ns}
 
 	rep, stderr, code := runReport(t, append(args, "--pushgateway-password-file", right)...)

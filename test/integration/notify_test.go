@@ -63,7 +63,7 @@ func (r *notifyReceiver) received() []notifyRequest {
 func TestNotify(t *testing.T) {
 	rcv := startNotifyReceiver(t, http.StatusOK)
 	gw := startGateway(t, pushgateway.Options{})
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	seeded(t)(testCluster.SeedF4(context.Background(), ns))
 	cluster := "notify-" + ns
 
@@ -123,7 +123,7 @@ func TestNotify(t *testing.T) {
 // TestNotifySlackFromURLFile: the URL from a file (a mounted Secret), a Slack message.
 func TestNotifySlackFromURLFile(t *testing.T) {
 	rcv := startNotifyReceiver(t, http.StatusOK)
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	seeded(t)(testCluster.SeedF4(context.Background(), ns))
 	urlFile := filepath.Join(t.TempDir(), "url")
 	require.NoError(t, os.WriteFile(urlFile, []byte(rcv.URL+notifySecret+"\n"), 0o600))
@@ -160,7 +160,7 @@ func TestNotifySlackFromURLFile(t *testing.T) {
 func TestNotifyFailing(t *testing.T) {
 	rcv := startNotifyReceiver(t, http.StatusInternalServerError)
 	gw := startGateway(t, pushgateway.Options{})
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	cluster := "notify-failing-" + ns
 	args := []string{"--include-namespaces", ns, "--rules=stuck-terminating", "--cluster", cluster, "--pushgateway-url", gw.URL,
 		"--notify-url", rcv.URL + notifySecret, "--notify-on=always"}

@@ -22,7 +22,7 @@ import (
 func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(map[bool]string{false: "installPlanRef", true: "installplan"}[legacy], func(t *testing.T) {
-			ns := newNamespace(t)
+			ns := testCluster.NewNamespace(t)
 			plan := seeded(t)(testCluster.SeedF3(context.Background(), ns, legacy)).Get("InstallPlan", "install-abcde")
 			subB, err := testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Get(context.Background(), "etcd", metav1.GetOptions{})
 			require.NoError(t, err)
@@ -52,7 +52,7 @@ func TestF3InstallPlanOwnedByADeletedSubscription(t *testing.T) {
 // TestF5CatalogPodsOnLostNodes: pods deleted with a grace period of 30s, on nodes whose kubelet
 // never answers, stay Terminating. The sweep runs two minutes later, past grace period and slack.
 func TestF5CatalogPodsOnLostNodes(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f5 := seeded(t)(testCluster.SeedF5(context.Background(), ns, 30*time.Second))
 	for pod := range cluster.F5Pods {
 		require.NotNil(t, testCluster.Current(t, f5.Get("Pod", pod)).GetDeletionTimestamp(), "%s stays Terminating: no kubelet confirms", pod)
@@ -89,7 +89,7 @@ func TestF5CatalogPodsOnLostNodes(t *testing.T) {
 }
 
 func TestF2SubscriptionLeftovers(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	objs := seeded(t)(testCluster.SeedF2(context.Background(), ns)).Objects
 	byKind := map[string]*unstructured.Unstructured{}
 	for _, obj := range objs {

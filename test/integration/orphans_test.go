@@ -95,7 +95,7 @@ func byKind(findings []report.FindingResult) map[string]report.FindingResult {
 // after `helm uninstall`, their namespace hangs Terminating. Released, gone, and a second run has
 // nothing left to do.
 func TestF4LoggingOperatorUninstalled(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
 	// --dry-run=server sends the writes and changes nothing.
@@ -150,7 +150,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 // TestF4OperatorStillRunning: the same debris with logging-operator running is left alone, and
 // the finding names the controller.
 func TestF4OperatorStillRunning(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, deployment(cluster.LoggingOperator, "1"))
 	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
 
@@ -173,8 +173,8 @@ func TestF4OperatorStillRunning(t *testing.T) {
 // TestF1OLMScaledToZero: olm-operator exists with replicas 0. The CSV is not orphaned: a
 // warning, and nothing is touched.
 func TestF1OLMScaledToZero(t *testing.T) {
-	ns := newNamespace(t)
-	create(t, ns, deployment(cluster.OLMOperator, "0"))
+	ns := testCluster.NewNamespace(t)
+	create(t, ns, cluster.OLMDeployment("olm-operator", ns, 0))
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
@@ -198,7 +198,7 @@ func TestF1OLMScaledToZero(t *testing.T) {
 // TestF1OLMUninstalled: no olm-operator anywhere. The RBAC the finalizer stood for is deleted
 // first, then the finalizer is released.
 func TestF1OLMUninstalled(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
@@ -244,7 +244,7 @@ func TestF1OLMUninstalled(t *testing.T) {
 // TestF1WithoutOptIn: without rules.olm-rbac.delete the RBAC stays, and so does the finalizer
 // that stands for it.
 func TestF1WithoutOptIn(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	csv := f1.Get("ClusterServiceVersion", "etcdoperator.v0.9.4")
 	rbac := f1.Objects[:3]
@@ -268,7 +268,7 @@ func TestF1WithoutOptIn(t *testing.T) {
 // TestOnlyTheOrphanedFinalizerIsRemoved: an orphaned, a built-in and a live finalizer on one
 // object; the live one is served by a controller from a config-file mapping.
 func TestOnlyTheOrphanedFinalizerIsRemoved(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, `
 apiVersion: apps/v1
 kind: Deployment
@@ -301,7 +301,7 @@ metadata:
 }
 
 func TestYoungAndUndecidableObjectsAreNotTouched(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	young := terminate(t, ns, `
 apiVersion: logging.banzaicloud.io/v1beta1
 kind: SyslogNGConfig
@@ -335,7 +335,7 @@ metadata: {name: mystery, namespace: NAMESPACE, finalizers: [mystery.example.com
 }
 
 func TestMaxActionsWithThreeOrphans(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, `
 apiVersion: logging.banzaicloud.io/v1beta1
 kind: SyslogNGConfig
@@ -367,7 +367,7 @@ metadata: {name: c, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.ba
 // re-read and re-planned, and the result is right: the orphaned finalizer gone, the other
 // controller's choice kept, nothing re-added.
 func TestFinalizersChangeBetweenPlanAndApply(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	obj := terminate(t, ns, `
 apiVersion: logging.banzaicloud.io/v1beta1
 kind: SyslogNGConfig

@@ -2,15 +2,14 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,10 +20,10 @@ func TestKubectlPlugin(t *testing.T) {
 	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	require.FileExists(t, kubectl, "hack/testbin.sh all builds kubectl")
 	plugins := t.TempDir()
-	data, err := os.ReadFile(sweeperBinary)
+	data, err := os.ReadFile(string(sweeperBinary))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(plugins, "kubectl-sweeper"), data, 0o755))
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, `
 apiVersion: v1
 kind: ConfigMap
@@ -32,19 +31,7 @@ metadata: {name: held, namespace: NAMESPACE, finalizers: [example.com/hold]}
 `)
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectl, args...)
-		cmd.Env = []string{"PATH=" + plugins, "HOME=" + t.TempDir()}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if exit := (*exec.ExitError)(nil); err != nil {
-			require.ErrorAs(t, err, &exit, stderr.String())
-			code = exit.ExitCode()
-		}
-		return stdout.String(), stderr.String(), code
+		return cluster.Binary(kubectl).RunIn(t, []string{"PATH=" + plugins, "HOME=" + t.TempDir()}, nil, args...)
 	}
 
 	stdout, stderr, code := run("plugin", "list")

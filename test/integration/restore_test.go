@@ -12,6 +12,7 @@ import (
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/restore"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,9 +59,9 @@ type undoCase struct {
 func seedUndoCase(t *testing.T) undoCase {
 	t.Helper()
 	ctx := context.Background()
-	f1 := seeded(t)(testCluster.SeedF1(ctx, newNamespace(t, "f1")))
-	f3 := seeded(t)(testCluster.SeedF3(ctx, newNamespace(t, "f3"), false))
-	nsF2 := newNamespace(t, "f2")
+	f1 := seeded(t)(testCluster.SeedF1(ctx, testCluster.NewNamespace(t, "f1")))
+	f3 := seeded(t)(testCluster.SeedF3(ctx, testCluster.NewNamespace(t, "f3"), false))
+	nsF2 := testCluster.NewNamespace(t, "f2")
 	f2 := seeded(t)(testCluster.SeedF2(ctx, nsF2))
 	var c undoCase
 	c.crd = f2.Get("CustomResourceDefinition", "etcdclusters."+nsF2+".test.operator-sweeper.io")
@@ -201,7 +202,7 @@ func TestRestoreUndoesEverySweepAction(t *testing.T) {
 // TestRestoreOnlyAndDryRun: --only limits a restore to the objects it names; the default dry-run
 // writes nothing; an --only that names nothing restored is bad input.
 func TestRestoreOnlyAndDryRun(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	time.Sleep(2 * time.Second)
 	backupDir := t.TempDir()
@@ -228,7 +229,7 @@ func TestRestoreOnlyAndDryRun(t *testing.T) {
 
 // TestRestoreConflict: an object re-created differently after the sweep is left alone.
 func TestRestoreConflict(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	time.Sleep(2 * time.Second)
 	_, reportFile := sweepToUndo(t, t.TempDir())
@@ -253,7 +254,7 @@ rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
 // TestBackupDirReadOnly: when the pre-images cannot be kept, no write is sent. The sweeper runs as
 // in its CronJob, as a user other than root, which a read-only directory stops.
 func TestBackupDirReadOnly(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	f1 := seeded(t)(testCluster.SeedF1(context.Background(), ns))
 	before := map[string]string{}
 	for _, obj := range f1.Objects {
@@ -303,12 +304,12 @@ func runUnprivileged(t *testing.T, dir string, args ...string) (stdout, stderr s
 		return runBinary(t, args...)
 	}
 	binary, kubeconfig := filepath.Join(dir, "operator-sweeper"), filepath.Join(dir, "kubeconfig")
-	for src, dst := range map[string]string{sweeperBinary: binary, testCluster.Kubeconfig: kubeconfig} {
+	for src, dst := range map[string]string{string(sweeperBinary): binary, testCluster.Kubeconfig: kubeconfig} {
 		data, err := os.ReadFile(src)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(dst, data, 0o755))
 	}
-	return runBinaryAs(t, binary, &syscall.Credential{Uid: 65532, Gid: 65532}, []string{"HOME=" + dir},
+	return cluster.Binary(binary).RunIn(t, []string{"HOME=" + dir}, &syscall.Credential{Uid: 65532, Gid: 65532},
 		append([]string{"--kubeconfig", kubeconfig}, args...)...)
 }
 
@@ -316,7 +317,7 @@ func runUnprivileged(t *testing.T, dir string, args ...string) (stdout, stderr s
 // not deleted (they would go with it, kept nowhere); one without any is.
 func TestCRDWithCustomResourcesNeedsABackup(t *testing.T) {
 	ctx := context.Background()
-	withData, empty := newNamespace(t, "data"), newNamespace(t, "empty")
+	withData, empty := testCluster.NewNamespace(t, "data"), testCluster.NewNamespace(t, "empty")
 	seeded(t)(testCluster.SeedF2(ctx, withData))
 	seeded(t)(testCluster.SeedF2(ctx, empty))
 	require.Eventually(t, func() bool {
@@ -353,7 +354,7 @@ func TestCRDWithCustomResourcesNeedsABackup(t *testing.T) {
 // other finalizers alone. (A sweep releases finalizers of Terminating objects, which the API
 // server lets no one add finalizers to: this record is written by hand.)
 func TestRestoreReaddsAFinalizer(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	cm := create(t, ns, `
 apiVersion: v1
 kind: ConfigMap

@@ -41,9 +41,9 @@ func plannedFinding(f report.FindingResult) string {
 // they count add up to the single run's.
 func TestShardsSplitTheSweepExactly(t *testing.T) {
 	for i := range 4 {
-		interleavingDebris(t, newNamespace(t, fmt.Sprint(i)))
+		interleavingDebris(t, testCluster.NewNamespace(t, fmt.Sprint(i)))
 	}
-	stuck := newNamespace(t, "stuck")
+	stuck := testCluster.NewNamespace(t, "stuck")
 	terminate(t, stuck, stuckPair)
 	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(context.Background(), stuck, metav1.DeleteOptions{}))
 	ruleSet, err := options.Default().RuleSet()
@@ -92,7 +92,7 @@ func TestShardsSplitTheSweepExactly(t *testing.T) {
 
 // TestIndexedJobSelectsTheShard: in an Indexed Job, the environment names the shard.
 func TestIndexedJobSelectsTheShard(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 	args := []string{"--include-namespaces", ns, "--min-terminating-age=0s", "-o", "json", "--rules=stuck-terminating"}
 
@@ -125,7 +125,7 @@ func TestIndexedJobSelectsTheShard(t *testing.T) {
 // runInJob runs the binary with env added to the test's environment, as a Job's pod would.
 func runInJob(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runBinaryEnv(t, append(os.Environ(), env...), append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
+	return sweeperBinary.RunIn(t, append(os.Environ(), env...), nil, asAdmin(args...)...)
 }
 
 // findingNames decodes a shard's report and returns its findings' objects.

@@ -37,22 +37,22 @@ var fastApply = []string{"--qps=500", "--burst=1000"}
 // nothing twice.
 func TestSIGTERMWhileApplying(t *testing.T) {
 	const total = 1000
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	seedOrphans(t, ns, total, func(int) []string { return []string{syslogNGFinalizer} })
 	gw := startGateway(t, pushgateway.Options{})
 	clusterName := "sigterm-" + ns
 	args := []string{"--config", orphansConfig(t, ns), "--dry-run=none", "--max-actions=0", "--include-namespaces=" + ns,
 		"--min-terminating-age=0s", "--min-age=0s", "--cluster", clusterName, "--pushgateway-url", gw.URL, "--log-level=warn"}
 
-	first := startSweeper(t, slices.Concat(args, slowApply, []string{"-o", "json"})...)
+	first := sweeperBinary.Start(t, asAdmin(slices.Concat(args, slowApply, []string{"-o", "json"})...)...)
 	releasedAtSignal := waitReleased(t, first, ns, total, 50, 60*time.Second)
-	require.NoError(t, first.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, first.Signal(syscall.SIGTERM))
 	signalled := time.Now()
-	code := first.wait(t, 10*time.Second)
+	code := first.Wait(t, 10*time.Second)
 	t.Logf("SIGTERM with %d released; exit %d after %s", releasedAtSignal, code, time.Since(signalled).Round(time.Millisecond))
-	assert.Equal(t, 1, code, "an interrupted run fails; stderr:\n%s", first.stderr.String())
+	assert.Equal(t, 1, code, "an interrupted run fails; stderr:\n%s", first.Stderr())
 
-	rep := first.rep(t)
+	rep := first.Report(t)
 	onServer := finalizersOnServer(t, ns)
 	findings := orphanFindings(t, rep, ns)
 	require.Len(t, findings, total, "every object was observed before the signal, so every one has its finding")
@@ -133,7 +133,7 @@ func nonZero(series map[string]float64) map[string]float64 {
 // patch of all the finalizers it removes. A second run releases the rest.
 func TestKill9WhileApplying(t *testing.T) {
 	const total = 300
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	// Two of logging-operator's finalizers on each: a release that took them off one by one
 	// could be killed between the two.
 	original := []string{syslogNGFinalizer, fluentdFinalizer}
@@ -141,11 +141,11 @@ func TestKill9WhileApplying(t *testing.T) {
 	args := []string{"--config", orphansConfig(t, ns), "--dry-run=none", "--max-actions=0", "--include-namespaces=" + ns,
 		"--min-terminating-age=0s", "--min-age=0s"}
 
-	first := startSweeper(t, slices.Concat(args, slowApply, []string{"-o", "json"})...)
+	first := sweeperBinary.Start(t, asAdmin(slices.Concat(args, slowApply, []string{"-o", "json"})...)...)
 	releasedAtKill := waitReleased(t, first, ns, total, 30, 60*time.Second)
-	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
-	assert.Equal(t, -1, first.wait(t, 10*time.Second), "killed")
-	assert.Empty(t, first.stdout.String(), "killed before it could print a report")
+	require.NoError(t, first.Signal(syscall.SIGKILL))
+	assert.Equal(t, -1, first.Wait(t, 10*time.Second), "killed")
+	assert.Empty(t, first.Stdout(), "killed before it could print a report")
 
 	onServer := finalizersOnServer(t, ns)
 	remaining := len(onServer)

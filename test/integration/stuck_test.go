@@ -27,7 +27,7 @@ metadata:
 // pass, deletes another, and sweeps at a time when only the first has been terminating for
 // --min-terminating-age.
 func TestStuckTerminatingThreshold(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, fill(syslogNG, ns, "old"))
 	time.Sleep(1100 * time.Millisecond) // deletion timestamps have a resolution of one second
 	terminate(t, ns, fill(syslogNG, ns, "young"))

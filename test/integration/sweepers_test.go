@@ -1,14 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -176,77 +172,10 @@ func outcomeCounts(groups map[string][]string) map[string]int {
 	return out
 }
 
-// sweeperProcess is the binary running in the background, for tests that signal it or run
-// several at once.
-type sweeperProcess struct {
-	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer // written by exec's goroutines: read them only once done is closed
-	done           chan struct{}
-	err            error
-}
-
-// startSweeper starts the binary against the test cluster. It is killed when the test ends if it
-// is still running, so that a failed test leaves no sweeper acting on the next one's debris.
-func startSweeper(t *testing.T, args ...string) *sweeperProcess {
-	t.Helper()
-	p := &sweeperProcess{done: make(chan struct{})}
-	p.cmd = exec.Command(sweeperBinary, append([]string{"--kubeconfig", testCluster.Kubeconfig}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		if !p.exited() {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-// exited reports whether the process has exited.
-func (p *sweeperProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait waits up to timeout for the process to exit and returns its exit code (-1 if a signal
-// killed it); it fails t if the process is still running then.
-func (p *sweeperProcess) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		require.FailNow(t, "the sweeper did not exit in time", "%s; killed. stderr:\n%s", timeout, p.stderr.String())
-	}
-	var exit *exec.ExitError
-	if errors.As(p.err, &exit) {
-		return exit.ExitCode()
-	}
-	require.NoError(t, p.err)
-	return 0
-}
-
-// report decodes the JSON report the exited process printed.
-func (p *sweeperProcess) rep(t *testing.T) *report.Report {
-	t.Helper()
-	var rep report.Report
-	require.NoError(t, json.Unmarshal(p.stdout.Bytes(), &rep), "stdout is a JSON report:\n%s\nstderr:\n%s", p.stdout.String(), p.stderr.String())
-	return &rep
-}
-
 // waitReleased polls the API server until at least atLeast of the total SyslogNGConfigs seeded in
 // namespace are released, and returns how many are; it fails t if p exits first, or after
 // timeout.
-func waitReleased(t *testing.T, p *sweeperProcess, namespace string, total, atLeast int, timeout time.Duration) int {
+func waitReleased(t *testing.T, p *cluster.Running, namespace string, total, atLeast int, timeout time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -254,9 +183,9 @@ func waitReleased(t *testing.T, p *sweeperProcess, namespace string, total, atLe
 		if released >= atLeast {
 			return released
 		}
-		if p.exited() {
+		if p.Exited() {
 			require.FailNow(t, "the sweeper exited before releasing enough to interrupt it",
-				"%d of %d released, want %d; exit %v; stderr:\n%s", released, total, atLeast, p.err, p.stderr.String())
+				"%d of %d released, want %d; exit %v; stderr:\n%s", released, total, atLeast, p.Err(), p.Stderr())
 		}
 		if time.Now().After(deadline) {
 			require.FailNow(t, "the sweeper is too slow", "%d of %d released after %s, want %d", released, total, timeout, atLeast)

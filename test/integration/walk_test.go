@@ -92,7 +92,7 @@ func listPath(gvr schema.GroupVersionResource, namespace string) string {
 }
 
 func TestEveryListableResourceIsWalked(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	create(t, ns, walkSeed)
 	before := inventoryOf(t, ns)
 	require.Greater(t, len(before.resources), 50, "discovery should list the built-in resources and the CRDs")
@@ -125,7 +125,7 @@ func TestEveryListableResourceIsWalked(t *testing.T) {
 }
 
 func TestListsArePaged(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	for i := range 7 {
 		create(t, ns, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d, namespace: NAMESPACE}\n", i))
 	}
@@ -163,7 +163,7 @@ metadata:
 `
 
 func TestExcludedNamespacesAreNotListed(t *testing.T) {
-	kept, excluded := newNamespace(t, "kept"), newNamespace(t, "excluded")
+	kept, excluded := testCluster.NewNamespace(t, "kept"), testCluster.NewNamespace(t, "excluded")
 	terminate(t, kept, stuckPair)
 	terminate(t, excluded, stuckPair)
 
@@ -187,11 +187,11 @@ func TestExcludedNamespacesAreNotListed(t *testing.T) {
 // namespaces would make an URL of some 10 KiB, which proxies on the way refuse (414). Past a
 // length, the lists carry no field selector and the namespaces are filtered on the sweeper's side.
 func TestManyExcludedNamespacesFilterClientSide(t *testing.T) {
-	kept := newNamespace(t, "kept")
+	kept := testCluster.NewNamespace(t, "kept")
 	terminate(t, kept, stuckPair)
 	var excluded []string
 	for i := range 120 {
-		ns := newNamespace(t, fmt.Sprintf("excluded-with-a-long-name-%03d", i))
+		ns := testCluster.NewNamespace(t, fmt.Sprintf("excluded-with-a-long-name-%03d", i))
 		excluded = append(excluded, ns)
 	}
 	terminate(t, excluded[0], stuckPair)
@@ -212,7 +212,7 @@ func TestManyExcludedNamespacesFilterClientSide(t *testing.T) {
 }
 
 func TestIncludedNamespacesAreListedOneByOne(t *testing.T) {
-	kept, other := newNamespace(t, "kept"), newNamespace(t, "other")
+	kept, other := testCluster.NewNamespace(t, "kept"), testCluster.NewNamespace(t, "other")
 	terminate(t, kept, stuckPair)
 	terminate(t, other, stuckPair)
 
@@ -228,7 +228,7 @@ func TestIncludedNamespacesAreListedOneByOne(t *testing.T) {
 }
 
 func TestExcludedResourcesAreNotListed(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 
 	opts := testOptions(ns)
@@ -249,7 +249,7 @@ func TestExcludedResourcesAreNotListed(t *testing.T) {
 // TestFailingAPIGroupIsReported registers an aggregated API whose backend does not exist, as
 // when a metrics-server is down: its group is reported and everything else is still walked.
 func TestFailingAPIGroupIsReported(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 	create(t, "", `
 apiVersion: apiregistration.k8s.io/v1
@@ -289,7 +289,7 @@ func (p *viewProbe) Plan(_ context.Context, view *rules.View) []rules.Finding {
 // TestViewCoverage: a rule must not conclude that something is absent from a namespace that was
 // not walked, or from a resource that was not listed.
 func TestViewCoverage(t *testing.T) {
-	ns, other := newNamespace(t), newNamespace(t, "other")
+	ns, other := testCluster.NewNamespace(t), testCluster.NewNamespace(t, "other")
 	deployments := rules.Deployments.GroupResource()
 	clusterRoles := rules.ClusterRoles.GroupResource()
 	secrets := rules.Secrets.GroupResource()

@@ -62,7 +62,7 @@ func admissionServer(t *testing.T, message string) (*httptest.Server, []byte, *a
 func TestWebhookDeniesFinalizerPatches(t *testing.T) {
 	const perNamespace = 5
 	ctx := context.Background()
-	nsA, nsB := newNamespace(t, "a"), newNamespace(t, "b")
+	nsA, nsB := testCluster.NewNamespace(t, "a"), testCluster.NewNamespace(t, "b")
 	// Seeded first: their cleanup (an update) runs after the webhook is gone.
 	seedOrphans(t, nsA, perNamespace, func(int) []string { return []string{syslogNGFinalizer} })
 	seedOrphans(t, nsB, perNamespace, func(int) []string { return []string{syslogNGFinalizer} })
