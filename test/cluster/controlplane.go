@@ -148,7 +148,9 @@ func (c *Cluster) StartKwok(group string) (*Process, error) {
 	if err := os.WriteFile(config, stages, 0o600); err != nil {
 		return nil, err
 	}
-	return c.startProcess("kwok-"+group, "kwok", false, nil,
+	// Restarted when it exits, as systemd restarts a kubelet: kwok v0.8.0 sometimes dies at start
+	// of "concurrent map writes" in its CEL set-up. Stop still stops it for good.
+	return c.startProcess("kwok-"+group, "kwok", true, nil,
 		"--kubeconfig="+c.Kubeconfig,
 		"--config="+config,
 		"--manage-all-nodes=false",
