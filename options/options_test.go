@@ -55,6 +55,10 @@ func TestValidate(t *testing.T) {
 		{"log-format", func(o *Options) { o.LogFormat = "xml" }, `--log-format "xml" is invalid`},
 		{"log-level", func(o *Options) { o.LogLevel = "loud" }, `--log-level "loud" is invalid`},
 		{"pushgateway-url", func(o *Options) { o.PushgatewayURL = "pushgateway:9091" }, `--pushgateway-url "pushgateway:9091" is invalid: use http(s)://host:port`},
+		{"pushgateway-url with a password, of another scheme", func(o *Options) { o.PushgatewayURL = "ftp://sweeper:s3cret@pg:9091/x?token=t0ken" },
+			`--pushgateway-url "ftp://pg:9091/x" is invalid: use http(s)://host:port`},
+		{"pushgateway-url with a password, that does not parse", func(o *Options) { o.PushgatewayURL = "http://sweeper:s3cret@[pg" },
+			`--pushgateway-url is invalid (missing ']' in host; not shown, as it may hold a credential): use http(s)://host:port`},
 		{"pushgateway-timeout", func(o *Options) { o.PushgatewayURL = "http://pg:9091"; o.PushgatewayTimeout.Duration = 0 }, "--pushgateway-timeout 0s is invalid"},
 		{"require-push without url", func(o *Options) { o.RequirePush = true }, "--require-push needs --pushgateway-url"},
 		{"grouping without url", func(o *Options) { o.PushGrouping = []string{"region=eu"} }, "--push-grouping needs --pushgateway-url"},
@@ -100,6 +104,7 @@ func TestValidate(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), "\n")
 			assert.NotContains(t, err.Error(), "XXXX", "a notification URL is not shown")
+			assert.NotContains(t, err.Error(), "s3cret", "nor a password")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operator-sweeper/operator-sweeper/push"
+	"github.com/operator-sweeper/operator-sweeper/redact"
 )
 
 // The push group's flags.
@@ -87,8 +89,8 @@ func (o *PushOptions) Validate() []error {
 				errs = append(errs, fmt.Errorf("--%s needs --%s (or SWEEPER_PUSHGATEWAY_URL)", set.flag, FlagPushgatewayURL))
 			}
 		}
-	} else if u, err := url.Parse(o.PushgatewayURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("--%s %q is invalid: use http(s)://host:port", FlagPushgatewayURL, o.PushgatewayURL))
+	} else if err := pushgatewayURLError("--"+FlagPushgatewayURL, o.PushgatewayURL); err != nil {
+		errs = append(errs, err)
 	}
 	if o.PushgatewayTimeout.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--%s %s is invalid: it must be positive", FlagPushgatewayTimeout, o.PushgatewayTimeout.Duration))
@@ -137,14 +139,27 @@ func (o *PushOptions) ApplyEnv(fs *pflag.FlagSet) error {
 	if value == "" || fs.Changed(FlagPushgatewayURL) {
 		return nil
 	}
-	u, err := url.Parse(value)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s %q is invalid: use http(s)://host:port: %w", PushgatewayURLEnv, value, err)
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%s %q is invalid: use http(s)://host:port", PushgatewayURLEnv, value)
+	if err := pushgatewayURLError(PushgatewayURLEnv, value); err != nil {
+		return err
 	}
 	o.PushgatewayURL = value
+	return nil
+}
+
+// pushgatewayURLError says what is wrong with the Pushgateway URL given as name, if anything,
+// showing of it only what redact.Credentials does; one that does not parse, not at all: it may
+// hold a credential where a user and password would be.
+func pushgatewayURLError(name, value string) error {
+	u, err := url.Parse(value)
+	var parseErr *url.Error
+	switch {
+	case errors.As(err, &parseErr):
+		return fmt.Errorf("%s is invalid (%v; not shown, as it may hold a credential): use http(s)://host:port", name, parseErr.Err)
+	case err != nil:
+		return fmt.Errorf("%s is invalid (not shown, as it may hold a credential): use http(s)://host:port", name)
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("%s %q is invalid: use http(s)://host:port", name, redact.Credentials(value))
+	}
 	return nil
 }
 

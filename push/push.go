@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/operator-sweeper/operator-sweeper/redact"
 	"github.com/operator-sweeper/operator-sweeper/report"
 )
 
@@ -58,7 +60,8 @@ func Push(ctx context.Context, cfg Config, r *report.Report, enabled []Rule, sta
 		err = pusher.AddContext(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("push metrics to %s: %w", cfg.URL, err)
+		// The client's errors quote the URL it pushed to, credentials included.
+		return errors.New(redact.CredentialsIn(fmt.Sprintf("push metrics to %s: %v", cfg.URL, err), cfg.URL))
 	}
 	return nil
 }

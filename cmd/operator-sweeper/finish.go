@@ -10,6 +10,7 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/notify"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/push"
+	"github.com/operator-sweeper/operator-sweeper/redact"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -42,7 +43,7 @@ func sendToSinks(ctx context.Context, o *options.Options, r *report.Report, rule
 		logger.ErrorContext(ctx, "metrics not pushed", "error", err)
 		r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: err.Error(), Fatal: o.RequirePush})
 	} else {
-		logger.InfoContext(ctx, "metrics pushed", "pushgateway", o.PushgatewayURL, "job", push.Job, "cluster", r.Metadata.Cluster, "shard", r.Metadata.Shard)
+		logger.InfoContext(ctx, "metrics pushed", "pushgateway", redact.Credentials(o.PushgatewayURL), "job", push.Job, "cluster", r.Metadata.Cluster, "shard", r.Metadata.Shard)
 	}
 }
 

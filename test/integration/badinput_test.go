@@ -127,7 +127,7 @@ func TestBadInput(t *testing.T) {
 		{"positional argument", []string{"sweep"}, nil, []string{`unexpected argument "sweep"`}},
 
 		// The environment.
-		{"SWEEPER_PUSHGATEWAY_URL", nil, []string{"SWEEPER_PUSHGATEWAY_URL=://bad"}, []string{`SWEEPER_PUSHGATEWAY_URL "://bad" is invalid`, "http(s)://host:port"}},
+		{"SWEEPER_PUSHGATEWAY_URL", nil, []string{"SWEEPER_PUSHGATEWAY_URL=://bad"}, []string{`SWEEPER_PUSHGATEWAY_URL is invalid (missing protocol scheme; not shown`, "http(s)://host:port"}},
 		{"KUBECONFIG of missing files", nil, []string{"KUBECONFIG=" + filepath.Join(dir, "nowhere")}, []string{"$KUBECONFIG", "defines no cluster"}},
 
 		// The config file.
