@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/operator-sweeper/operator-sweeper/redact"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -103,7 +104,7 @@ func (cfg Config) Target() (string, error) {
 }
 
 // URLError says what is wrong with a notification URL, if anything, showing no more of it than
-// Redact does.
+// redact.URL does.
 func URLError(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
@@ -115,21 +116,11 @@ func URLError(raw string) error {
 	case u.Scheme == "":
 		return errors.New("it is not an absolute URL: use an http:// or https:// URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%s: use an http:// or https:// URL", Redact(raw))
+		return fmt.Errorf("%s: use an http:// or https:// URL", redact.URL(raw))
 	case u.Host == "":
-		return fmt.Errorf("%s names no host", Redact(raw))
+		return fmt.Errorf("%s names no host", redact.URL(raw))
 	}
 	return nil
-}
-
-// Redact shows of a URL what may be logged: scheme://host/…. The path and query of a webhook's
-// URL are its credential, and a user in it is a credential too.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(URL not shown)"
-	}
-	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // Wants says whether a run that reported r is worth a notification.
@@ -157,7 +148,7 @@ func Send(ctx context.Context, cfg Config, r *report.Report) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	redacted := Redact(target)
+	redacted := redact.URL(target)
 	body, err := cfg.body(r)
 	if err != nil {
 		return redacted, fmt.Errorf("encode the notification: %w", err)
@@ -174,26 +165,9 @@ func Send(ctx context.Context, cfg Config, r *report.Report) (string, error) {
 		}
 	}
 	if err != nil {
-		return redacted, fmt.Errorf("send the notification to %s: %s", redacted, scrubURL(err.Error(), target))
+		return redacted, fmt.Errorf("send the notification to %s: %s", redacted, redact.Message(err.Error(), target))
 	}
 	return redacted, nil
-}
-
-// scrubURL takes out of message every part of the URL target that is a secret: the whole URL (the
-// http package's errors quote it), its path, query and user (a server's answer may quote the path
-// it was asked for, "Cannot POST /services/T000/B000/secret").
-func scrubURL(message, target string) string {
-	message = strings.ReplaceAll(message, target, Redact(target))
-	u, err := url.Parse(target)
-	if err != nil {
-		return message
-	}
-	for _, secret := range []string{u.RawQuery, u.EscapedPath(), u.Path, u.User.String()} {
-		if len(secret) > 1 { // a path of "/" holds nothing
-			message = strings.ReplaceAll(message, secret, "…")
-		}
-	}
-	return message
 }
 
 // post sends one attempt, and says whether its failure is worth a retry: a connection error (but
@@ -247,8 +221,8 @@ func (cfg Config) body(r *report.Report) ([]byte, error) {
 }
 
 // Notification is the body of a --notify-format=json notification: the report's metadata,
-// summary and errors, and its findings that have an action, without their pre-images (before),
-// which may be large and hold a Secret's data.
+// summary and errors, and its findings that have an action, without what only restore reads
+// (before: where the pre-image is kept; the signature).
 type Notification struct {
 	APIVersion string          `json:"apiVersion"`
 	Kind       string          `json:"kind"`
@@ -284,7 +258,7 @@ func newNotification(r *report.Report) Notification {
 		case len(n.Findings) == notifyFindings:
 			n.More++
 		default:
-			f.Before = nil
+			f.Before, f.Signature = nil, ""
 			n.Findings = append(n.Findings, f)
 		}
 	}

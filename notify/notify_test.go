@@ -88,7 +88,8 @@ func notifyOptions(url string) Config {
 func TestJSON(t *testing.T) {
 	hook := newWebhook(t)
 	r := reporttest.Sample()
-	r.Findings[1].Before = &report.PreImage{Resource: "loggings"} // what restore needs; never notified
+	// What restore reads; never notified.
+	r.Findings[1].Before, r.Findings[1].Signature = &report.PreImage{Resource: "loggings", Kept: "secret:operator-sweeper/x"}, "4c69"
 	opts := notifyOptions(hook.secretURL())
 
 	to, err := Send(context.Background(), opts, r)
@@ -117,6 +118,7 @@ func TestJSON(t *testing.T) {
 	for _, f := range n.Findings {
 		assert.NotNil(t, f.Action)
 		assert.Nil(t, f.Before)
+		assert.Empty(t, f.Signature)
 	}
 	assert.Equal(t, report.OutcomeFailed, n.Findings[0].Outcome, "failed actions first")
 	assert.Equal(t, report.ReasonAPIError, n.Findings[0].FailReason)

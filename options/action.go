@@ -97,14 +97,15 @@ func (o *DryRunOptions) Validate() []error {
 	return nil
 }
 
-// BackupOptions say where a sweep keeps the pre-images of the objects it writes.
+// BackupOptions say how long a sweep keeps the pre-images of the objects it writes, and whether in
+// files instead of Secrets.
 type BackupOptions struct {
-	// BackupDir, if set, receives the pre-image of each object before it is written, one file
-	// per object in a directory per run, synced before the write; a write whose pre-image cannot
-	// be kept is not sent.
+	// BackupDir, if set, keeps the pre-image of each object before it is written in files of a
+	// directory per run, synced before the write, instead of Secrets of the sweeper's namespace; a
+	// write whose pre-image cannot be kept is not sent.
 	BackupDir string `json:"backup-dir,omitempty"`
-	// BackupRetention is how long the files in BackupDir are kept: older ones are removed at the
-	// start of each run. It takes days ("30d") as well as Go durations.
+	// BackupRetention is how long pre-images are kept: older ones are removed at the start of each
+	// run that writes. It takes days ("30d") as well as Go durations.
 	BackupRetention model.Duration `json:"backup-retention"`
 }
 
@@ -114,8 +115,8 @@ func defaultBackupOptions() BackupOptions {
 
 // AddFlags binds the group's flags to o; the defaults shown are o's current values.
 func (o *BackupOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.BackupDir, FlagBackupDir, o.BackupDir, "Keep the pre-image of each object written in this directory, synced before the write; a write whose pre-image cannot be kept is not sent.")
-	fs.Var((*retention)(&o.BackupRetention), FlagBackupRetention, "Remove files in --backup-dir older than this at the start of a run (30d, 12h).")
+	fs.StringVar(&o.BackupDir, FlagBackupDir, o.BackupDir, "Keep the pre-image of each object written in files of this directory instead of Secrets of the sweeper's namespace, synced before the write.")
+	fs.Var((*retention)(&o.BackupRetention), FlagBackupRetention, "Remove pre-images older than this at the start of a run that writes (30d, 12h).")
 }
 
 // Validate returns every problem of the group.

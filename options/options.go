@@ -65,6 +65,7 @@ type Options struct {
 	LimitOptions  `json:",inline"`
 	DryRunOptions `json:",inline"`
 	BackupOptions `json:",inline"`
+	StateOptions  `json:",inline"`
 	OutputOptions `json:",inline"`
 	PushOptions   `json:",inline"`
 	NotifyOptions `json:",inline"`
@@ -90,7 +91,7 @@ func Default() Options {
 // first.
 func (o *Options) Groups() []Group {
 	return []Group{&o.DryRunOptions, &o.OutputOptions, &o.LimitOptions, &o.ClientOptions, &o.WalkOptions, &o.RuleOptions,
-		&o.BackupOptions, &o.LogOptions, &o.PushOptions, &o.NotifyOptions}
+		&o.BackupOptions, &o.StateOptions, &o.LogOptions, &o.PushOptions, &o.NotifyOptions}
 }
 
 // AddFlags binds every group's flags to fs: a sweep's command line.
@@ -125,6 +126,7 @@ func (o Options) EngineConfig() sweeper.Config {
 	o.WalkOptions.ApplyTo(&cfg)
 	o.LimitOptions.ApplyTo(&cfg)
 	o.BackupOptions.ApplyTo(&cfg)
+	o.StateOptions.ApplyTo(&cfg)
 	return cfg
 }
 

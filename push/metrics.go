@@ -23,7 +23,7 @@ func RulesOf(ruleSet []rules.Rule) []Rule {
 	for _, r := range ruleSet {
 		m := Rule{Name: r.Name()}
 		if acting, ok := r.(rules.Authorized); ok {
-			m.Actions = acting.ActionTypes()
+			m.Actions = rules.ActionTypes(acting)
 		}
 		out = append(out, m)
 	}

@@ -100,6 +100,9 @@ const (
 	ReasonInterrupted Reason = "interrupted"
 	// ReasonNotRestorable: restore cannot undo the action (a pod deleted, a deletion under way).
 	ReasonNotRestorable Reason = "not-restorable"
+	// ReasonRefused: restore refuses a record it cannot trust: of another cluster, unsigned or
+	// changed, not one a rule could have written, or whose pre-image does not match its finding.
+	ReasonRefused Reason = "refused"
 )
 
 // Why an action failed.
@@ -112,9 +115,8 @@ const (
 	ReasonNotInView Reason = "not-in-view"
 	// ReasonRuleFailed: the rule panicked while re-planning the action: a rule's bug.
 	ReasonRuleFailed Reason = "rule-failed"
-	// ReasonBackup: the pre-image could not be kept in --backup-dir, so the write was not sent;
-	// or (skipped) a CustomResourceDefinition has custom resources and there is no --backup-dir
-	// to keep them in.
+	// ReasonBackup: the pre-image could not be kept (in Secrets of the sweeper's namespace, or in
+	// --backup-dir), so the write was not sent.
 	ReasonBackup Reason = "backup"
 )
 
@@ -136,6 +138,11 @@ type Metadata struct {
 	Mode      DryRunMode  `json:"mode"`
 	Version   string      `json:"version"`
 	Cluster   string      `json:"cluster"`
+	// ClusterUID is the UID of the cluster's kube-system namespace: which cluster it is, whatever
+	// the context's name.
+	ClusterUID string `json:"clusterUID,omitempty"`
+	// RunID names the run, as the labels of its pre-images' Secrets do.
+	RunID string `json:"runID,omitempty"`
 	// Shard is "i/n" when the run is shard i of a sweep split across n processes: its findings
 	// are those of the objects it owns.
 	Shard string `json:"shard,omitempty"`
@@ -182,9 +189,12 @@ type FindingResult struct {
 	Error string `json:"error,omitempty"`
 	// BlockedBy are the objects that keep this one stuck; their findings say why.
 	BlockedBy []ObjectSummary `json:"blockedBy,omitempty"`
-	// Before is the object as it was read right before the write (and, for a
-	// CustomResourceDefinition deleted, its custom resources): what restore brings back.
+	// Before says where the pre-image of the object written is kept, and what undoing needs
+	// short of its body.
 	Before *PreImage `json:"before,omitempty"`
+	// Signature is the HMAC-SHA256 (hex) of the finding, its cluster and its run, with the key the
+	// sweeper keeps in its namespace (see SigningPayload): restore undoes only what it signed.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ObjectSummary identifies the object of a finding.

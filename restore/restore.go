@@ -1,31 +1,31 @@
-// Package restore undoes a sweep: it reads the actions a sweep applied, from its report or its
-// backup directory, and puts their objects back as they were, newest first. What each type of
-// action needs to be undone is the engine's (sweeper.PlanUndo), and so is every write it sends
-// (sweeper.Writer): restore decides which records, in which order, and against which objects.
+// Package restore undoes a sweep: it reads the actions a sweep applied (from its report, its run's
+// Secrets or its backup directory), checks that it can trust each (signed by this cluster's sweeper,
+// a write its rule declares, a pre-image that matches its finding), and puts the objects back as
+// they were, newest first. What each type of action needs to be undone is the engine's
+// (sweeper.PlanUndo), and so is every write it sends (sweeper.Writer): restore decides which
+// records, in which order, against which objects.
 package restore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -37,51 +37,47 @@ const Rule = "restore"
 // FieldManager is the field manager of restore's writes.
 const FieldManager = "operator-sweeper-restore"
 
-// Source is what `operator-sweeper restore` undoes.
-type Source struct {
-	// From is a sweep's report (JSON or YAML, or a Job's logs that hold one), a --backup-dir (its
-	// newest run) or one run's directory in it.
-	From string
-	// Only, if set, limits the restore to these objects, as TYPE/NAME.
-	Only []string
-}
-
 // Config is what a restore reads of its options.
 type Config struct {
 	// Cluster and Version name the run in its report.
 	Cluster, Version string
+	// Namespace is the sweeper's: where the pre-images of a run and the signing key are.
+	Namespace string
 	// DryRun says whether and how the writes reach the API server: client, the default, reads and
-	// plans only.
+	// plans only, and lists what it would re-create with what that grants.
 	DryRun report.DryRunMode
 }
 
-// Load reads the applied actions of src, and checks its --only: bad input is an InputError, found
-// before the cluster is contacted.
-func Load(src Source) ([]report.FindingResult, error) {
-	records, err := loadRecords(src.From)
-	if err != nil {
-		return nil, err
-	}
-	for _, arg := range src.Only {
-		if _, err := parseOnly(arg); err != nil {
+// Run undoes the actions of records, or of src's run, those src.Only names if any, newest first:
+// it re-creates what was deleted (never a pod), re-adds the finalizers it removed and puts back
+// the ownerReferences it changed. A record it cannot trust is refused; an object that exists and
+// is neither as the sweep left it nor as it was before is left alone (failed, reason conflict). A
+// record refused or failed never stops the others. It returns a report like a sweep's, with
+// findings of rule "restore"; an --only that names no record is an InputError.
+func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []Record, src Source, logger *slog.Logger) (*report.Report, error) {
+	if src.Run != "" {
+		var err error
+		if records, err = loadRun(ctx, clients, cfg.Namespace, src.Run); err != nil {
 			return nil, err
 		}
 	}
-	return records, nil
-}
-
-// Run undoes the actions of records (those src.Only names, if any), newest first: it re-creates
-// what was deleted (never a pod), re-adds the finalizers it removed and puts back the
-// ownerReferences it changed. An object that exists and is neither as the sweep left it nor as it
-// was before is left alone (failed, reason conflict). It returns a report like a sweep's, with
-// findings of rule "restore"; an --only that names no record is an InputError.
-func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []report.FindingResult, only []string, logger *slog.Logger) (*report.Report, error) {
-	records, err := onlyRecords(ctx, clients, records, only)
+	records, err := onlyRecords(ctx, clients, records, src.Only)
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{Writer: clients.Writer(cfg.DryRun, FieldManager), Logger: logger, records: records}
-	out := report.New(clients.Clock().Now(), report.Metadata{Mode: cfg.DryRun, Version: cfg.Version, Cluster: cfg.Cluster})
+	uid, err := clients.ClusterUID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tell which cluster this is: %w", err)
+	}
+	key, keyErr := backup.Key(ctx, clients.Dynamic, cfg.Namespace, false)
+	r := &restorer{
+		Writer:  clients.Writer(cfg.DryRun, FieldManager),
+		Logger:  logger,
+		records: records,
+		trust:   trust{cluster: cfg.Cluster, clusterUID: string(uid), key: key, keyErr: keyErr, rules: declared()},
+		mapper:  clients.Mapper(),
+	}
+	out := report.New(clients.Clock().Now(), report.Metadata{Mode: cfg.DryRun, Version: cfg.Version, Cluster: cfg.Cluster, ClusterUID: string(uid)})
 	for _, rec := range restoreOrder(records) {
 		out.Add(r.restore(ctx, rec))
 	}
@@ -91,171 +87,21 @@ func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []re
 	return out, nil
 }
 
-// loadRecords reads the applied actions of a sweep: the findings of a report, or the records of a
-// backup directory.
-func loadRecords(from string) ([]report.FindingResult, error) {
-	info, err := os.Stat(from)
-	switch {
-	case err != nil:
-		return nil, sweeper.InputErrorf("restore --from: %w", err)
-	case info.IsDir():
-		return loadBackupRecords(from)
-	}
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return nil, sweeper.InputErrorf("restore --from: %w", err)
-	}
-	found, ok := findReport(data)
-	if !ok {
-		return nil, sweeper.InputErrorf("restore --from %s holds no %s: give a sweep's report (-o json or yaml, --report-file, or its Job's logs) or its --backup-dir",
-			from, report.Kind)
-	}
-	return slices.DeleteFunc(found.Findings, func(f report.FindingResult) bool { return f.Outcome != report.OutcomeApplied }), nil
-}
-
-// findReport finds a SweepReport in data: the whole of it, JSON or YAML, or the last one printed
-// as JSON among other lines, as in a Job's logs.
-func findReport(data []byte) (*report.Report, bool) {
-	var whole report.Report
-	if err := yaml.Unmarshal(data, &whole); err == nil && whole.Kind == report.Kind {
-		return &whole, true
-	}
-	var found *report.Report
-	for offset := 0; offset < len(data); {
-		line := data[offset:]
-		if next := bytes.IndexByte(line, '\n'); next >= 0 {
-			line = line[:next+1]
-		}
-		if bytes.HasPrefix(line, []byte("{")) {
-			var r report.Report
-			if err := json.NewDecoder(bytes.NewReader(data[offset:])).Decode(&r); err == nil && r.Kind == report.Kind {
-				found = &r
-			}
-		}
-		offset += len(line)
-	}
-	return found, found != nil
-}
-
-// loadBackupRecords reads the records of a run's backup directory; given --backup-dir itself,
-// those of its newest run. A record whose write failed or did not happen is left out; one without
-// an outcome (the run ended before the answer) is kept.
-func loadBackupRecords(dir string) ([]report.FindingResult, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, sweeper.InputErrorf("restore --from: %w", err)
-	}
-	if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return filepath.Ext(e.Name()) == ".json" }) {
-		var runs []string
-		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), sweeper.RunDirPrefix) {
-				runs = append(runs, e.Name())
-			}
-		}
-		if len(runs) == 0 {
-			return nil, sweeper.InputErrorf("restore --from %s holds no backup: give a --backup-dir or one of its %s* directories", dir, sweeper.RunDirPrefix)
-		}
-		return loadBackupRecords(filepath.Join(dir, slices.Max(runs))) // the names sort by start time
-	}
-	var records []report.FindingResult
-	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".json" || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		file := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, sweeper.InputErrorf("restore --from: %w", err)
-		}
-		var rec report.BackupRecord
-		if err := json.Unmarshal(data, &rec); err != nil || rec.Kind != report.BackupKind {
-			return nil, sweeper.InputErrorf("restore --from: %s is not a %s: %v", file, report.BackupKind, cmp.Or(err, fmt.Errorf("kind %q", rec.Kind)))
-		}
-		if rec.Finding.Outcome == report.OutcomeApplied || rec.Finding.Outcome == "" {
-			records = append(records, rec.Finding)
-		}
-	}
-	return records, nil
-}
-
-// onlyType is one --only: TYPE/NAME.
-type onlyType struct{ typ, name string }
-
-func parseOnly(arg string) (onlyType, error) {
-	typ, name, ok := strings.Cut(arg, "/")
-	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
-		return onlyType{}, sweeper.InputErrorf("restore --only %q: give an object as TYPE/NAME, such as clusterrole/etcd-operator or crd/etcdclusters.etcd.database.coreos.com", arg)
-	}
-	return onlyType{strings.ToLower(typ), name}, nil
-}
-
-// onlyRecords keeps the records --only names. TYPE is matched against the object's resource and
-// kind, with or without the group, then, as kubectl resolves it (short names too), by discovery.
-// An --only that names no record is bad input.
-func onlyRecords(ctx context.Context, clients *sweeper.Clients, records []report.FindingResult, only []string) ([]report.FindingResult, error) {
-	if len(only) == 0 {
-		return records, nil
-	}
-	mapper := clients.Mapper()
-	keep := make([]bool, len(records))
-	var errs []error
-	for _, arg := range only {
-		o, _ := parseOnly(arg) // checked
-		var discovered *schema.GroupResource
-		if gvr, err := sweeper.ResourceFor(ctx, mapper, o.typ); err == nil {
-			gr := gvr.GroupResource()
-			discovered = &gr
-		}
-		matched := false
-		for i, rec := range records {
-			gr := recordResource(rec).GroupResource()
-			kind := strings.ToLower(rec.Object.Kind)
-			names := []string{gr.Resource, kind, gr.Resource + "." + gr.Group, kind + "." + gr.Group}
-			if rec.Object.Name == o.name && (slices.Contains(names, o.typ) || discovered != nil && *discovered == gr) {
-				keep[i], matched = true, true
-			}
-		}
-		if !matched {
-			errs = append(errs, fmt.Errorf("restore --only %s: no applied action on such an object to undo", arg))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, &sweeper.InputError{Err: errors.Join(errs...)}
-	}
-	var out []report.FindingResult
-	for i, rec := range records {
-		if keep[i] {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
-}
-
-// recordResource is the resource of a record's object; without a pre-image, only its group and
-// version are known.
-func recordResource(rec report.FindingResult) schema.GroupVersionResource {
-	gv, _ := schema.ParseGroupVersion(rec.Object.APIVersion)
-	if rec.Before == nil {
-		return gv.WithResource("")
-	}
-	return gv.WithResource(rec.Before.Resource)
-}
-
 // restoreOrder is the order restore undoes records in: CustomResourceDefinitions first (their
 // custom resources need them), then the owners of other records' objects, then the rest, the last
 // action first.
-func restoreOrder(records []report.FindingResult) []report.FindingResult {
+func restoreOrder(records []Record) []Record {
 	owners := map[types.UID]bool{}
 	for _, rec := range records {
-		if rec.Before != nil && rec.Before.Object != nil {
-			for _, ref := range rec.Before.Object.GetOwnerReferences() {
+		if rec.Before != nil {
+			for _, ref := range rec.Before.OwnerReferences {
 				owners[ref.UID] = true
 			}
 		}
 	}
-	rank := func(rec report.FindingResult) int {
+	rank := func(rec Record) int {
 		switch {
-		case recordResource(rec).GroupResource() == rules.CustomResourceDefinitions.GroupResource():
+		case isCRD(rec.resource()):
 			return 0
 		case owners[rec.Object.UID]:
 			return 1
@@ -264,7 +110,7 @@ func restoreOrder(records []report.FindingResult) []report.FindingResult {
 	}
 	ordered := slices.Clone(records)
 	slices.Reverse(ordered)
-	slices.SortStableFunc(ordered, func(a, b report.FindingResult) int { return cmp.Compare(rank(a), rank(b)) })
+	slices.SortStableFunc(ordered, func(a, b Record) int { return cmp.Compare(rank(a), rank(b)) })
 	return ordered
 }
 
@@ -272,12 +118,14 @@ func restoreOrder(records []report.FindingResult) []report.FindingResult {
 type restorer struct {
 	Writer  sweeper.Writer
 	Logger  *slog.Logger
-	records []report.FindingResult
+	records []Record
+	trust   trust
+	mapper  meta.RESTMapperWithContext
 }
 
 // restore undoes the action of one record, and returns it as a finding of the restore report.
-func (r *restorer) restore(ctx context.Context, rec report.FindingResult) report.FindingResult {
-	gvr := recordResource(rec)
+func (r *restorer) restore(ctx context.Context, rec Record) report.FindingResult {
+	gvr := rec.resource()
 	f := rules.Finding{
 		Rule:     Rule,
 		Severity: rules.SeverityInfo,
@@ -285,31 +133,80 @@ func (r *restorer) restore(ctx context.Context, rec report.FindingResult) report
 		Reason:   fmt.Sprintf("undo %s by rule %s", rec.Action.TypeName(), rec.Rule),
 		Action:   sweeper.Recreate(0),
 	}
-	if rec.Before == nil || rec.Before.Object == nil || rec.Action == nil {
+	if rec.Before == nil || rec.Before.Kept == "" || rec.Action == nil {
 		return sweeper.NewFindingResult(f, sweeper.Skipped(report.ReasonNotRestorable, "no pre-image of the object was kept: the sweep ran before operator-sweeper kept them"))
 	}
-	f.Action = sweeper.UndoOf(rec)
-	client := r.Writer.Dynamic.Resource(gvr).Namespace(rec.Object.Namespace)
-	want, evidence := r.expected(ctx, rec.Before.Object)
-	current, err := client.Get(ctx, rec.Object.Name, metav1.GetOptions{})
+	f.Action = sweeper.UndoOf(rec.FindingResult)
+	if err := r.trust.record(rec); err != nil {
+		return sweeper.NewFindingResult(f, sweeper.Skipped(report.ReasonRefused, "%v", err))
+	}
+	before, err := r.preImage(ctx, rec)
+	if err == nil {
+		err = r.trust.preImage(rec, before)
+	}
+	if err != nil {
+		return sweeper.NewFindingResult(f, sweeper.Skipped(report.ReasonRefused, "%v", err))
+	}
+	want, evidence := r.expected(ctx, before)
+	current, err := r.Writer.Dynamic.Resource(gvr).Namespace(rec.Object.Namespace).Get(ctx, rec.Object.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		current = nil
 	case err != nil:
 		return sweeper.NewFindingResult(f, sweeper.Failed(report.ReasonAPIError, "read it: %v", err))
 	}
-	plan := sweeper.PlanUndo(rec, want, current)
+	plan := sweeper.PlanUndo(rec.FindingResult, want, current, func(ref metav1.OwnerReference) bool { return r.ownerExists(ctx, rec, ref) })
 	f.Evidence = append(evidence, plan.Evidence...)
 	res := plan.Result
 	if plan.Action != nil {
 		f.Action = plan.Action
-		res = r.Writer.Undo(ctx, gvr, plan.Action, want, current)
+		if plan.Action.Type() == sweeper.Recreate(0).Type() {
+			f.Evidence = append(f.Evidence, grants(plan.Object)...)
+		}
+		res = r.Writer.Undo(ctx, gvr, plan, current)
 	}
 	if isCRD(gvr) && (res.Outcome != report.OutcomeFailed && res.Outcome != report.OutcomeSkipped || res.Reason == report.ReasonResolved) {
-		res = r.restoreInstances(ctx, rec, res)
-		f.Action = sweeper.Recreate(len(rec.Before.Instances))
+		res = r.restoreInstances(ctx, rec, before, res)
+		f.Action = sweeper.Recreate(rec.Before.CustomResources)
 	}
 	return sweeper.NewFindingResult(f, res)
+}
+
+// open opens a record's body, where it is kept.
+func (r *restorer) open(ctx context.Context, rec Record) (*backup.Body, error) {
+	if rec.dir != "" {
+		return backup.OpenFile(rec.dir, rec.Before)
+	}
+	if strings.HasPrefix(rec.Before.Kept, "file:") {
+		return nil, fmt.Errorf("its pre-image is kept in a --backup-dir (%s): restore --from that directory", rec.Before.Kept)
+	}
+	return backup.OpenSecrets(ctx, r.Writer.Dynamic, rec.Before)
+}
+
+// preImage reads a record's pre-image, and the rest of its body, which it checks against its
+// SHA-256 as kept: a body that was changed is refused before anything is written.
+func (r *restorer) preImage(ctx context.Context, rec Record) (*unstructured.Unstructured, error) {
+	body, err := r.open(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	obj, err := body.Next()
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for ; ; n++ {
+		if _, err := body.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if n != rec.Before.CustomResources {
+		return nil, fmt.Errorf("its pre-image holds %d custom resources, not %d as its record says", n, rec.Before.CustomResources)
+	}
+	return obj, nil
 }
 
 func isCRD(gvr schema.GroupVersionResource) bool {
@@ -323,12 +220,12 @@ func (r *restorer) expected(ctx context.Context, before *unstructured.Unstructur
 	refs := want.GetOwnerReferences()
 	var evidence []string
 	for i, ref := range refs {
-		j := slices.IndexFunc(r.records, func(rec report.FindingResult) bool { return rec.Object.UID == ref.UID })
+		j := slices.IndexFunc(r.records, func(rec Record) bool { return rec.Object.UID == ref.UID })
 		if j < 0 {
 			continue
 		}
 		owner := r.records[j]
-		now, err := r.Writer.Dynamic.Resource(recordResource(owner)).Namespace(owner.Object.Namespace).Get(ctx, owner.Object.Name, metav1.GetOptions{})
+		now, err := r.Writer.Dynamic.Resource(owner.resource()).Namespace(owner.Object.Namespace).Get(ctx, owner.Object.Name, metav1.GetOptions{})
 		if err != nil || now.GetUID() == ref.UID {
 			continue
 		}
@@ -341,26 +238,61 @@ func (r *restorer) expected(ctx context.Context, before *unstructured.Unstructur
 	return want, evidence
 }
 
+// ownerExists reports whether the owner an ownerReference of rec's object names exists, with its
+// UID: in the object's namespace, or cluster-scoped.
+func (r *restorer) ownerExists(ctx context.Context, rec Record, ref metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	mapping, err := r.mapper.RESTMappingWithContext(ctx, gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return false
+	}
+	namespace := ""
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		namespace = rec.Object.Namespace
+	}
+	owner, err := r.Writer.Dynamic.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	return err == nil && owner.GetUID() == ref.UID
+}
+
 // restoreInstances re-creates the custom resources of a CustomResourceDefinition restored (or
-// found already restored) as res says, once the API server serves them.
-func (r *restorer) restoreInstances(ctx context.Context, rec report.FindingResult, res sweeper.Result) sweeper.Result {
-	instances := rec.Before.Instances
-	if len(instances) == 0 {
+// found already restored) as res says, once the API server serves them, read from its pre-image
+// one at a time.
+func (r *restorer) restoreInstances(ctx context.Context, rec Record, crd *unstructured.Unstructured, res sweeper.Result) sweeper.Result {
+	total := rec.Before.CustomResources
+	if total == 0 {
 		return res
 	}
 	name := rec.Object.Name
 	if r.Writer.Mode != report.DryRunNone && res.Outcome != report.OutcomeSkipped {
-		res.Evidence = append(res.Evidence, fmt.Sprintf("its %d custom resources are re-created once it is served", len(instances)))
+		res.Evidence = append(res.Evidence, fmt.Sprintf("its %d custom resources are re-created once it is served", total))
 		return res
 	}
-	plural, _, _ := unstructured.NestedString(rec.Before.Object.Object, "spec", "names", "plural")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 	if err := r.waitEstablished(ctx, name); err != nil {
-		return sweeper.Failed(report.ReasonAPIError, "CustomResourceDefinition %s is not served, so its %d custom resources were not re-created: %v", name, len(instances), err)
+		return sweeper.Failed(report.ReasonAPIError, "CustomResourceDefinition %s is not served, so its %d custom resources were not re-created: %v", name, total, err)
+	}
+	body, err := r.open(ctx, rec)
+	if err != nil {
+		return sweeper.Failed(report.ReasonAPIError, "read its custom resources: %v", err)
+	}
+	defer body.Close()
+	if _, err := body.Next(); err != nil { // the CRD itself
+		return sweeper.Failed(report.ReasonAPIError, "read its custom resources: %v", err)
 	}
 	var created, present int
 	var problems []string
 	conflict := false
-	for _, inst := range instances {
+	for {
+		inst, err := body.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			problems = append(problems, err.Error())
+			break
+		}
 		gv, _ := schema.ParseGroupVersion(inst.GetAPIVersion())
 		resource := gv.WithResource(plural)
 		current, err := r.Writer.Dynamic.Resource(resource).Namespace(inst.GetNamespace()).Get(ctx, inst.GetName(), metav1.GetOptions{})
@@ -376,14 +308,14 @@ func (r *restorer) restoreInstances(ctx context.Context, rec report.FindingResul
 			problems = append(problems, fmt.Sprintf("read %s: %v", objectName(inst), err))
 			continue
 		}
-		if done := r.Writer.Undo(ctx, resource, sweeper.Recreate(0), inst, nil); done.Outcome == report.OutcomeFailed {
+		if done := r.Writer.Undo(ctx, resource, sweeper.Recreation(inst), nil); done.Outcome == report.OutcomeFailed {
 			conflict = conflict || done.Reason == report.ReasonConflict
 			problems = append(problems, fmt.Sprintf("re-create %s: %s", objectName(inst), done.Detail))
 			continue
 		}
 		created++
 	}
-	res.Evidence = append(res.Evidence, fmt.Sprintf("of its %d custom resources, %d re-created, %d already there", len(instances), created, present))
+	res.Evidence = append(res.Evidence, fmt.Sprintf("of its %d custom resources, %d re-created, %d already there", total, created, present))
 	switch {
 	case len(problems) > 0 && conflict:
 		return res.Then(sweeper.Failed(report.ReasonConflict, "%s", strings.Join(problems, "; ")))

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -100,7 +102,7 @@ func mustJSON(t *testing.T, v any) []byte {
 	return data
 }
 
-func recordNames(records []report.FindingResult) []string {
+func recordNames(records []Record) []string {
 	names := []string{}
 	for _, rec := range records {
 		names = append(names, rec.Object.Name)
@@ -108,24 +110,34 @@ func recordNames(records []report.FindingResult) []string {
 	return names
 }
 
+// keep keeps, as the applier does, the record of a RemoveFinalizers on ClusterRole name with
+// outcome, and its pre-image, in d; it returns the finding kept.
+func keep(t *testing.T, d *backup.Dir, name string, outcome report.Outcome) report.FindingResult {
+	t.Helper()
+	f := reporttest.ReleaseRecord(name, outcome)
+	require.NoError(t, d.Body(context.Background(), name, f.Before, func(body *report.BodyWriter) error {
+		return body.Write(reporttest.ReleasedRole(name))
+	}))
+	require.NoError(t, d.Record(context.Background(), report.BackupRecord{APIVersion: report.BackupAPIVersion, Kind: report.BackupKind,
+		Cluster: "prod", ClusterUID: "uid-prod", RunID: "run-1", Finding: f}, outcome != ""))
+	return f
+}
+
 func TestLoadRestoreRecords(t *testing.T) {
 	// A --backup-dir with two runs, written as the applier writes them, and what else may be
 	// found on a volume.
 	root := t.TempDir()
-	older := &sweeper.BackupDir{Root: root, Cluster: "prod", StartTime: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	newer := &sweeper.BackupDir{Root: root, Cluster: "prod", StartTime: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	older := &backup.Dir{Root: root, StartTime: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	newer := &backup.Dir{Root: root, StartTime: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
 	// The newer run is written first: the choice is by the name, not by when it was written.
-	for _, rec := range []report.FindingResult{
-		reporttest.ReleaseRecord("applied", report.OutcomeApplied),
-		reporttest.ReleaseRecord("failed", report.OutcomeFailed),
-		reporttest.ReleaseRecord("no-outcome", ""),
-		reporttest.ReleaseRecord("skipped", report.OutcomeSkipped),
-	} {
-		_, err := newer.Keep(rec, "")
-		require.NoError(t, err)
+	kept := map[string]report.FindingResult{}
+	for name, outcome := range map[string]report.Outcome{"applied": report.OutcomeApplied, "failed": report.OutcomeFailed, "no-outcome": "", "skipped": report.OutcomeSkipped} {
+		kept[name] = keep(t, newer, name, outcome)
 	}
-	olderFile, err := older.Keep(reporttest.ReleaseRecord("older", report.OutcomeApplied), "")
+	kept["older"] = keep(t, older, "older", report.OutcomeApplied)
+	olderDir, err := filepath.Glob(filepath.Join(root, "run-20261122T120000Z-*"))
 	require.NoError(t, err)
+	require.Len(t, olderDir, 1)
 	require.NoError(t, os.Mkdir(filepath.Join(root, "lost+found"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("backups of prod\n"), 0o600))
 
@@ -144,7 +156,7 @@ func TestLoadRestoreRecords(t *testing.T) {
 		wantErr   string // a part of the InputError's message; "" for none
 	}{
 		{name: "a backup dir: its newest run, applied and unknown outcomes only", from: path(root), wantNames: []string{"applied", "no-outcome"}},
-		{name: "one run's directory", from: path(filepath.Dir(olderFile)), wantNames: []string{"older"}},
+		{name: "one run's directory", from: path(olderDir[0]), wantNames: []string{"older"}},
 		{name: "an empty directory", from: func(t *testing.T) string { return t.TempDir() }, wantErr: "holds no backup"},
 		{name: "a path that does not exist", from: path(filepath.Join(root, "missing")), wantErr: "restore --from"},
 		{name: "a run's directory with a file that is not a record", from: func(t *testing.T) string {
@@ -159,7 +171,7 @@ func TestLoadRestoreRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			records, err := loadRecords(tt.from(t))
+			records, err := Load(Source{From: tt.from(t)})
 			if tt.wantErr != "" {
 				var inputErr *sweeper.InputError
 				require.ErrorAs(t, err, &inputErr, "bad --from is the user's to fix")
@@ -167,9 +179,12 @@ func TestLoadRestoreRecords(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantNames, recordNames(records))
+			assert.ElementsMatch(t, tt.wantNames, recordNames(records))
 			for _, rec := range records {
-				assert.Equal(t, reporttest.ReleaseRecord(rec.Object.Name, rec.Outcome), rec, "a record is read back as it was kept")
+				if want, ok := kept[rec.Object.Name]; ok {
+					assert.Equal(t, want, rec.FindingResult, "a record is read back as it was kept")
+					assert.Equal(t, "uid-prod", rec.clusterUID)
+				}
 			}
 		})
 	}
@@ -181,10 +196,9 @@ func TestLoadBackupRecordsNewestRun(t *testing.T) {
 	root := t.TempDir()
 	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for _, name := range []string{"a", "b"} {
-		_, err := (&sweeper.BackupDir{Root: root, StartTime: start}).Keep(reporttest.ReleaseRecord(name, report.OutcomeApplied), "")
-		require.NoError(t, err)
+		keep(t, &backup.Dir{Root: root, StartTime: start}, name, report.OutcomeApplied)
 	}
-	records, err := loadBackupRecords(root)
+	records, err := Load(Source{From: root})
 	require.NoError(t, err)
 	assert.Len(t, records, 1)
 }
@@ -232,13 +246,13 @@ func TestRestoreOrder(t *testing.T) {
 	noPreImage := report.FindingResult{Rule: "old", Object: report.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Namespace: "db", Name: "no-pre-image"},
 		Action: &del, Outcome: report.OutcomeApplied}
 
-	records := []report.FindingResult{
-		reporttest.Record("clusterroles", plain1, del),
-		reporttest.Record("etcdclusters", owner, remove),
-		reporttest.Record("configmaps", owned, del),
-		noPreImage,
-		reporttest.Record("customresourcedefinitions", crd, del),
-		reporttest.Record("clusterroles", plain2, del),
+	records := []Record{
+		{FindingResult: reporttest.Record("clusterroles", plain1, del)},
+		{FindingResult: reporttest.Record("etcdclusters", owner, remove)},
+		{FindingResult: reporttest.Record("configmaps", owned, del)},
+		{FindingResult: noPreImage},
+		{FindingResult: reporttest.Record("customresourcedefinitions", crd, del)},
+		{FindingResult: reporttest.Record("clusterroles", plain2, del)},
 	}
 	given := recordNames(records)
 	got := restoreOrder(records)
@@ -255,6 +269,6 @@ func TestRestoreOrder(t *testing.T) {
 	t.Run("a pre-image without its object", func(t *testing.T) {
 		broken := report.FindingResult{Object: report.ObjectSummary{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Action: &del, Outcome: report.OutcomeApplied,
 			Before: &report.PreImage{Resource: "configmaps"}}
-		assert.NotPanics(t, func() { restoreOrder([]report.FindingResult{broken}) })
+		assert.NotPanics(t, func() { restoreOrder([]Record{{FindingResult: broken}}) })
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
@@ -19,7 +21,8 @@ import (
 // and its node (spec.nodeName) is lost, as Kubernetes judges it (see judgeNode). A pod on a node
 // whose kubelet still reports is only reported: the kubelet will finish the deletion. In a zone
 // where most nodes are not Ready at once, nothing is force-deleted (zone-outage), as the node
-// lifecycle controller stops evicting there. rules.catalog-pods.selector extends the rule to
+// lifecycle controller stops evicting there. A labelled pod with a controller other than its
+// CatalogSource is not OLM's registry pod, and is left alone. rules.catalog-pods.selector extends the rule to
 // other bare pods (without a controller: a StatefulSet pod must never be force-deleted, its twin
 // could start).
 type CatalogPods struct {
@@ -69,8 +72,13 @@ const catalogSourceLabel = "olm.catalogSource"
 // Name implements Rule.
 func (CatalogPods) Name() string { return CatalogPodsName }
 
-// ActionTypes says CatalogPods deletes objects.
-func (CatalogPods) ActionTypes() []string { return []string{Delete{}.Type()} }
+// Writes implements Authorized: it deletes pods.
+func (CatalogPods) Writes() []Write { return deletes([]Resource{Pods}) }
+
+// MayHaveWritten implements Authorized: a pod (which restore never re-creates: its controller does).
+func (CatalogPods) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
+	return sameKind(Pods, obj)
+}
 
 // PolicyRules implements Authorized.
 func (CatalogPods) PolicyRules() []rbacv1.PolicyRule {
@@ -97,8 +105,12 @@ func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
 	var findings []Finding
 	var zones zoneStates // computed on the first pod that needs them
 	for _, pod := range view.List(Pods.GroupResource()) {
-		_, catalog := pod.Labels[catalogSourceLabel]
-		bare := pod.ControllerRef() == nil
+		controller := pod.ControllerRef()
+		bare := controller == nil
+		// OLM's registry pods are bare, or controlled by their CatalogSource; a pod with another
+		// controller is that controller's to replace, never force-deleted: its twin could start.
+		_, labelled := pod.Labels[catalogSourceLabel]
+		catalog := labelled && (bare || catalogSourceRef(controller))
 		if pod.DeletionTimestamp == nil || pod.Content == nil || !(catalog || (bare && r.selector.Matches(labels.Set(pod.Labels)))) {
 			continue
 		}
@@ -110,6 +122,11 @@ func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
 		}
 	}
 	return findings
+}
+
+// catalogSourceRef reports whether ref names a CatalogSource of OLM v0.
+func catalogSourceRef(ref *metav1.OwnerReference) bool {
+	return ref != nil && ref.Kind == "CatalogSource" && strings.HasPrefix(ref.APIVersion, "operators.coreos.com/")
 }
 
 func (r CatalogPods) decide(view *View, zones zoneStates, pod *Object) (Finding, bool) {

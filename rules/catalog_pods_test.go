@@ -121,6 +121,17 @@ func TestCatalogPods(t *testing.T) {
 			reportOnly: true,
 		},
 		{
+			name: "a labelled pod controlled by a ReplicaSet: not OLM's, never",
+			objects: []*Object{node("worker-1", "Unknown", 10*time.Minute), terminatingPod("p", "worker-1", 2*time.Minute, func(o *Object) {
+				o.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "registry-7d9f", UID: "rs", Controller: ptr.To(true)}}
+			})},
+		},
+		{
+			name:       "a labelled bare pod: OLM's",
+			objects:    []*Object{node("worker-1", "Unknown", 10*time.Minute), terminatingPod("p", "worker-1", 2*time.Minute, func(o *Object) { o.OwnerReferences = nil })},
+			wantReason: "stuck terminating: its node worker-1 has not been Ready for 10m",
+		},
+		{
 			name:    "node Ready: never",
 			objects: []*Object{node("worker-1", "True", time.Hour), terminatingPod("p", "worker-1", time.Hour)},
 		},

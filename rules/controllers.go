@@ -76,18 +76,25 @@ type controllerMatcher struct {
 }
 
 // NewFinalizerMappings validates the configured mappings, naming each bad one by its config key
-// (finalizers[i].…), and merges them with the shipped ones.
+// (finalizers[i].…), and merges them with the shipped ones: a configured mapping replaces the
+// shipped one of the same pattern, but for a protected one, to which it may only add controllers
+// and Leases: what guards data outside the cluster cannot be configured away.
 func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error) {
 	var m FinalizerMappings
 	var errs []error
+	shipped := DefaultFinalizerOwners()
 	for i, owner := range configured {
+		key := (&finalizerMapping{FinalizerOwner: owner}).key()
+		if j := slices.IndexFunc(shipped, func(s FinalizerOwner) bool { return s.Protect && (&finalizerMapping{FinalizerOwner: s}).key() == key }); j >= 0 {
+			owner = protectedWith(shipped[j], owner)
+		}
 		compiled, err := compileMapping(fmt.Sprintf("finalizers[%d]", i), owner)
 		errs = append(errs, err)
 		m.mappings = append(m.mappings, compiled)
 	}
-	for i, owner := range DefaultFinalizerOwners() {
-		shipped := finalizerMapping{FinalizerOwner: owner}
-		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == shipped.key() }) {
+	for i, owner := range shipped {
+		mapping := finalizerMapping{FinalizerOwner: owner}
+		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == mapping.key() }) {
 			continue
 		}
 		compiled, err := compileMapping(fmt.Sprintf("shipped mapping %d", i), owner)
@@ -98,6 +105,18 @@ func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error
 		return FinalizerMappings{}, err
 	}
 	return m, nil
+}
+
+// protectedWith is a shipped protected mapping with what a configured one of its pattern adds: its
+// controllers and Leases, checked first. It stays protected, and guards what it guarded.
+func protectedWith(shipped, configured FinalizerOwner) FinalizerOwner {
+	merged := shipped
+	merged.Controllers = append(slices.Clone(configured.Controllers), shipped.Controllers...)
+	merged.Leases = append(slices.Clone(configured.Leases), shipped.Leases...)
+	if configured.Guards != "" {
+		merged.Guards = configured.Guards
+	}
+	return merged
 }
 
 func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) {
@@ -474,8 +493,8 @@ func controllersGone(view *View, mapping *finalizerMapping) Fact {
 	}
 }
 
-// builtIn reports whether Kubernetes itself owns a finalizer: the sweeper never touches those.
-func builtIn(finalizer string) bool {
+// BuiltIn reports whether Kubernetes itself owns a finalizer: the sweeper never touches those.
+func BuiltIn(finalizer string) bool {
 	switch finalizer {
 	case "kubernetes", "orphan", "foregroundDeletion":
 		return true

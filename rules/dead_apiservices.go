@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -49,8 +50,19 @@ var (
 // Name implements Rule.
 func (DeadAPIServices) Name() string { return DeadAPIServicesName }
 
-// ActionTypes says DeadAPIServices deletes objects.
-func (DeadAPIServices) ActionTypes() []string { return []string{Delete{}.Type()} }
+// Writes implements Authorized: it deletes APIServices.
+func (DeadAPIServices) Writes() []Write { return deletes([]Resource{APIServices}) }
+
+// MayHaveWritten implements Authorized: an aggregated APIService, one with a Service.
+func (DeadAPIServices) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
+	if err := sameKind(APIServices, obj); err != nil {
+		return err
+	}
+	if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "service"); !ok {
+		return fmt.Errorf("APIService %s is local (no spec.service), which dead-apiservices never deletes", obj.GetName())
+	}
+	return nil
+}
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadAPIServices) PolicyRules() []rbacv1.PolicyRule {

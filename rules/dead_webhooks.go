@@ -48,8 +48,23 @@ var webhookConfigurations = []Resource{ValidatingWebhookConfigurations, Mutating
 // Name implements Rule.
 func (DeadWebhooks) Name() string { return DeadWebhooksName }
 
-// ActionTypes says DeadWebhooks deletes objects.
-func (DeadWebhooks) ActionTypes() []string { return []string{Delete{}.Type()} }
+// Writes implements Authorized: it deletes webhook configurations.
+func (DeadWebhooks) Writes() []Write { return deletes(webhookConfigurations) }
+
+// MayHaveWritten implements Authorized: a webhook configuration all of whose webhooks call a
+// Service.
+func (DeadWebhooks) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
+	if err := kindOf(webhookConfigurations, obj); err != nil {
+		return err
+	}
+	hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+	for _, hook := range hooks {
+		if _, ok, _ := unstructured.NestedMap(hook.(map[string]any), "clientConfig", "service"); !ok {
+			return fmt.Errorf("%s has a webhook called by URL, which dead-webhooks never deletes", obj.GetName())
+		}
+	}
+	return nil
+}
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadWebhooks) PolicyRules() []rbacv1.PolicyRule {

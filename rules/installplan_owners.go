@@ -10,6 +10,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
@@ -49,8 +50,15 @@ var (
 // Name implements Rule.
 func (InstallPlanOwners) Name() string { return InstallPlanOwnersName }
 
-// ActionTypes says InstallPlanOwners sets ownerReferences.
-func (InstallPlanOwners) ActionTypes() []string { return []string{SetOwnerReferences{}.Type()} }
+// Writes implements Authorized: it sets the ownerReferences of InstallPlans.
+func (InstallPlanOwners) Writes() []Write {
+	return []Write{{Action: SetOwnerReferences{}.Type(), Resource: InstallPlans.GroupResource()}}
+}
+
+// MayHaveWritten implements Authorized: an InstallPlan.
+func (InstallPlanOwners) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
+	return sameKind(InstallPlans, obj)
+}
 
 // PolicyRules implements Authorized.
 func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {

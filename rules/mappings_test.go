@@ -181,3 +181,26 @@ func TestConfiguredMappingsReplaceByPatternAndResources(t *testing.T) {
 	helm := FinalizerOwner{Pattern: "finalizers.fluxcd.io", Resources: []string{"*.helm.toolkit.fluxcd.io"}, Controllers: []Controller{{Kind: "Deployment", Name: "my-helm"}}}
 	assert.Len(t, shippedMappings(t, helm).Owners(), len(DefaultFinalizerOwners()), "the shipped helm-controller mapping is replaced")
 }
+
+// TestConfiguredMappingsOfAProtectedPatternAddOnly: a configured mapping of the very pattern of a
+// protected one adds its controllers and Leases; the finalizer stays protected, whatever the
+// configured mapping says, and the shipped controllers still count.
+func TestConfiguredMappingsOfAProtectedPatternAddOnly(t *testing.T) {
+	mine := FinalizerOwner{Pattern: "longhorn.io", Controllers: []Controller{{Kind: "Deployment", Name: "my-longhorn"}}, Leases: []string{"my-longhorn-lock"}}
+	merged := shippedMappings(t, mine)
+	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners()), "it takes the shipped mapping's place")
+	mapping, ok := merged.ownerOf("longhorn.io", Pods.GroupResource())
+	require.True(t, ok)
+	assert.True(t, mapping.Protect)
+	assert.NotEmpty(t, mapping.Guards)
+	assert.Equal(t, "my-longhorn", mapping.Controllers[0].Name, "the configured controller first")
+	assert.Greater(t, len(mapping.Controllers), 1, "the shipped controllers stay")
+	assert.Contains(t, mapping.Leases, "my-longhorn-lock")
+
+	rule := OrphanedFinalizers{minAge: time.Minute, mappings: merged}
+	volume := object(ConfigMaps, "longhorn-system", "pvc-1", terminatingFor(time.Hour, "longhorn.io"))
+	findings := rule.Plan(context.Background(), viewWith(Coverage{}, volume))
+	require.Len(t, findings, 1)
+	assert.Nil(t, findings[0].Action, "never released")
+	assert.Contains(t, findings[0].Reason, "guards data outside the cluster")
+}

@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // OLMRBACName is the name of rule olm-rbac.
@@ -79,8 +80,24 @@ func csvCleanupObjects(view *View, namespace, name string) ([]ObjectRef, string,
 // Name implements Rule.
 func (OLMRBAC) Name() string { return OLMRBACName }
 
-// ActionTypes says OLMRBAC deletes objects.
-func (OLMRBAC) ActionTypes() []string { return []string{Delete{}.Type()} }
+// Writes implements Authorized: it deletes what OLM made for a CSV.
+func (OLMRBAC) Writes() []Write { return deletes(olmRBACResources) }
+
+// MayHaveWritten implements Authorized: RBAC or a webhook configuration labelled as OLM's for the
+// ClusterServiceVersion the finding names.
+func (OLMRBAC) MayHaveWritten(_ string, obj *unstructured.Unstructured, evidence []string) error {
+	if err := kindOf(olmRBACResources, obj); err != nil {
+		return err
+	}
+	labels := obj.GetLabels()
+	if labels["olm.owner.kind"] != ClusterServiceVersions.Kind || labels["olm.owner"] == "" || labels["olm.owner.namespace"] == "" {
+		return fmt.Errorf("%s %s is not labelled as a ClusterServiceVersion's by OLM (olm.owner, olm.owner.namespace, olm.owner.kind)", obj.GetKind(), obj.GetName())
+	}
+	if !slices.Contains(evidence, olmOwnerEvidence(labels["olm.owner"], labels["olm.owner.namespace"])) {
+		return fmt.Errorf("%s %s is labelled as ClusterServiceVersion %s/%s's, not as the finding's", obj.GetKind(), obj.GetName(), labels["olm.owner.namespace"], labels["olm.owner"])
+	}
+	return nil
+}
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
@@ -107,7 +124,7 @@ func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {
 			f := Finding{
 				Severity: SeverityWarning,
 				Object:   obj.Ref(),
-				Evidence: []string{fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)},
+				Evidence: []string{olmOwnerEvidence(csvName, csvNamespace)},
 				Action:   Delete{},
 			}
 			var reason string
@@ -166,4 +183,9 @@ func collectedWithCSV(view *View, obj *Object, csvNamespace string) (metav1.Owne
 		}
 	}
 	return metav1.OwnerReference{}, false
+}
+
+// olmOwnerEvidence is the evidence of a finding about what OLM labelled as made for a CSV.
+func olmOwnerEvidence(csvName, csvNamespace string) string {
+	return fmt.Sprintf("labelled olm.owner=%s, olm.owner.namespace=%s, olm.owner.kind=ClusterServiceVersion", csvName, csvNamespace)
 }

@@ -18,8 +18,10 @@ import (
 // status.components.refs of its cluster-scoped Operator (operators.coreos.com/v1, named
 // <package>.<namespace>), and the Operator itself; and every ClusterServiceVersion that no
 // Subscription in its namespace installed (OLM's copies excluded). Left behind means abandoned,
-// not just unmanaged: an operator whose CSV succeeded runs without a Subscription (deleted on
-// purpose, or being re-created), and is only reported; OLM's own CSVs (packageserver) have none by
+// not just unmanaged: an operator whose CSV runs (its Deployments available, read live: the
+// phase is whatever OLM last wrote, and OLM may be gone) runs without a Subscription (deleted on
+// purpose, or being re-created), and is only reported; a CSV being deleted is being uninstalled,
+// and runs no longer; OLM's own CSVs (packageserver) have none by
 // design and are left alone; an object another Operator lists, whose Subscription exists, is
 // shared and kept. It only reports, unless the kind is listed in rules.operator-leftovers.delete:
 // then it deletes, once the Subscription is confirmed absent, live. A CustomResourceDefinition is
@@ -88,8 +90,13 @@ var (
 // Name implements Rule.
 func (OperatorLeftovers) Name() string { return OperatorLeftoversName }
 
-// ActionTypes says OperatorLeftovers deletes objects.
-func (OperatorLeftovers) ActionTypes() []string { return []string{Delete{}.Type()} }
+// Writes implements Authorized: it deletes the kinds OLM lists as components.
+func (OperatorLeftovers) Writes() []Write { return deletes(leftoverKinds) }
+
+// MayHaveWritten implements Authorized: an object of a kind OLM lists as a component.
+func (OperatorLeftovers) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
+	return kindOf(leftoverKinds, obj)
+}
 
 // PolicyRules implements Authorized: delete on the opted-in kinds.
 func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {
@@ -105,9 +112,17 @@ func (OperatorLeftovers) ReadsContent() []ContentRequest {
 	return []ContentRequest{
 		subscriptionContent,
 		{Resource: Operators.GroupResource(), Fields: []string{"status.components.refs"}},
-		{Resource: ClusterServiceVersions.GroupResource(), Fields: append([]string{"status.phase"}, csvCRDFields...)},
+		{Resource: ClusterServiceVersions.GroupResource(), Fields: append(slices.Clone(csvRunFields), csvCRDFields...)},
+		{Resource: Deployments.GroupResource(), Fields: deploymentRunFields},
 	}
 }
+
+// csvRunFields are what rules read of a CSV to tell whether it runs: the Deployments it installs;
+// deploymentRunFields, of a Deployment.
+var (
+	csvRunFields        = []string{"spec.install.spec.deployments"}
+	deploymentRunFields = []string{"status.availableReplicas"}
+)
 
 // leftover is an object found left behind, with why, and the facts that make it so.
 type leftover struct {
@@ -156,11 +171,11 @@ func (c *collection) add(l leftover) {
 	}
 }
 
-func (c *collection) addUnmanaged(csv *Object) {
+func (c *collection) addUnmanaged(csv *Object, runs string) {
 	if !c.reported[csv.UID] {
 		c.reported[csv.UID] = true
-		c.unmanaged = append(c.unmanaged, Finding{Severity: SeverityInfo, Object: csv.Ref(), Reason: "unmanaged: no Subscription, but it runs (phase Succeeded)",
-			Evidence: []string{"a ClusterServiceVersion that succeeded runs; only one that did not is left behind, and only its Subscription's deletion abandons it"}})
+		c.unmanaged = append(c.unmanaged, Finding{Severity: SeverityInfo, Object: csv.Ref(), Reason: "unmanaged: no Subscription, but it runs",
+			Evidence: []string{runs, "a ClusterServiceVersion that runs is not left behind; only one that does not, abandoned by its Subscription's deletion, is"}})
 	}
 }
 
@@ -171,25 +186,28 @@ func (c *collection) abandonedOperators(view *View, operators []operatorOf, shar
 		if op.subscription != nil || !view.Observed(Subscriptions.GroupResource(), op.ns) || !view.Observed(ClusterServiceVersions.GroupResource(), op.ns) {
 			continue
 		}
-		if running := runningCSVs(view, op); len(running) > 0 {
+		running, stopped := runningCSVs(view, op)
+		if len(running) > 0 {
 			for _, csv := range running {
-				c.addUnmanaged(csv)
+				_, runs := csvRuns(view, csv)
+				c.addUnmanaged(csv, runs)
 			}
 			continue // its components are a running operator's
 		}
-		gone := fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)
+		gone := []string{fmt.Sprintf("no Subscription in namespace %s is named %s, has spec.name %s or carries label operators.coreos.com/%s", op.ns, op.pkg, op.pkg, op.obj.Name)}
+		gone = append(gone, stopped...) // why the operator does not run
 		abandoned := operatorAbandoned(op)
 		refs, _, _ := unstructured.NestedSlice(op.obj.Content, "status", "components", "refs")
 		for _, ref := range refs {
 			if obj, ok := referenced(view, ref); ok { // else already gone
-				evidence := []string{fmt.Sprintf("Operator %s lists it in status.components.refs", op.obj.Name), gone}
+				evidence := append([]string{fmt.Sprintf("Operator %s lists it in status.components.refs", op.obj.Name)}, gone...)
 				if with, ok := shared[obj.UID]; ok {
 					evidence = append(evidence, with)
 				}
 				c.add(leftover{obj, "subscription deleted; left behind", evidence, []Fact{abandoned, notShared(obj, op.obj.Name)}})
 			}
 		}
-		c.add(leftover{op.obj, "subscription deleted; left behind", []string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns), gone}, []Fact{abandoned}})
+		c.add(leftover{op.obj, "subscription deleted; left behind", append([]string{fmt.Sprintf("the Operator of package %s in namespace %s", op.pkg, op.ns)}, gone...), []Fact{abandoned}})
 	}
 }
 
@@ -200,8 +218,8 @@ func (c *collection) uninstalledCSVs(view *View) {
 		if copiedCSV(csv) || olmsOwnCSV(csv) || !view.Observed(Subscriptions.GroupResource(), csv.Namespace) || installed(view, csv) {
 			continue
 		}
-		if nestedString(csv, "status", "phase") == "Succeeded" {
-			c.addUnmanaged(csv)
+		if running, runs := csvRuns(view, csv); running {
+			c.addUnmanaged(csv, runs)
 			continue
 		}
 		c.add(leftover{csv, "no Subscription installed it; left behind",
@@ -240,19 +258,55 @@ func sharedComponents(view *View, operators []operatorOf) map[types.UID]string {
 	return shared
 }
 
-// runningCSVs are the CSVs of an operator in its namespace whose phase is Succeeded. A CSV is the
-// operator's if OLM labelled it operators.coreos.com/<operator>, or if its package, in the
-// operatorframework.io/properties annotation OLM writes from the catalog, is the operator's: OLM
-// removes the label when the Subscription goes, the annotation stays.
-func runningCSVs(view *View, op operatorOf) []*Object {
-	var running []*Object
+// runningCSVs are the CSVs of an operator in its namespace that run, or may (see csvRuns), and
+// why each of the others does not. A CSV is the operator's if OLM labelled it
+// operators.coreos.com/<operator>, or if its package, in the operatorframework.io/properties
+// annotation OLM writes from the catalog, is the operator's: OLM may remove the label when the
+// Subscription goes, the annotation stays.
+func runningCSVs(view *View, op operatorOf) (running []*Object, stopped []string) {
 	for _, csv := range view.InNamespace(ClusterServiceVersions.GroupResource(), op.ns) {
 		_, labelled := csv.Labels["operators.coreos.com/"+op.obj.Name]
-		if (labelled || csvPackage(csv) == op.pkg) && !copiedCSV(csv) && nestedString(csv, "status", "phase") == "Succeeded" {
-			running = append(running, csv)
+		if (labelled || csvPackage(csv) == op.pkg) && !copiedCSV(csv) {
+			if runs, why := csvRuns(view, csv); runs {
+				running = append(running, csv)
+			} else {
+				stopped = append(stopped, why)
+			}
 		}
 	}
-	return running
+	return running, stopped
+}
+
+// csvRuns says whether a CSV runs, from live evidence only, and why: it is not being deleted (one
+// that is, is being uninstalled), and every Deployment its spec.install names exists in its
+// namespace with an available replica. Its phase is not evidence: it is whatever OLM last wrote,
+// and OLM may be gone. Where the Deployments were not all listed, it may run: it counts as running.
+func csvRuns(view *View, csv *Object) (bool, string) {
+	name := "ClusterServiceVersion " + csv.Namespace + "/" + csv.Name
+	if csv.DeletionTimestamp != nil {
+		return false, name + " is being deleted: it is being uninstalled"
+	}
+	if !view.Observed(Deployments.GroupResource(), csv.Namespace) {
+		return true, fmt.Sprintf("the Deployments of %s were not all listed: it may run", csv.Namespace)
+	}
+	deployments, _, _ := unstructured.NestedSlice(csv.Content, "spec", "install", "spec", "deployments")
+	var available []string
+	for _, d := range deployments {
+		m, _ := d.(map[string]any)
+		deployment, _ := m["name"].(string)
+		obj, ok := view.Get(Deployments.GroupResource(), csv.Namespace, deployment)
+		switch {
+		case !ok:
+			return false, fmt.Sprintf("%s does not run: its Deployment %s/%s does not exist", name, csv.Namespace, deployment)
+		case nestedInt(obj, "status", "availableReplicas") < 1:
+			return false, fmt.Sprintf("%s does not run: its Deployment %s/%s has no available replica", name, csv.Namespace, deployment)
+		}
+		available = append(available, csv.Namespace+"/"+deployment)
+	}
+	if len(available) == 0 {
+		return false, name + " does not run: it installs no Deployment"
+	}
+	return true, fmt.Sprintf("%s runs: its Deployments %s are available", name, strings.Join(available, ", "))
 }
 
 // csvPackage is the package of a CSV, as the olm.package property of its
@@ -287,19 +341,20 @@ func olmsOwnCSV(csv *Object) bool {
 }
 
 // operatorAbandoned is the fact that an operator is still abandoned: read again, no Subscription
-// is its, and none of its CSVs succeeded.
+// is its, and none of its CSVs runs.
 func operatorAbandoned(op operatorOf) Fact {
 	return factOf{
 		key: "abandoned operator " + op.obj.Name,
 		reads: []Read{
 			{Resource: subscriptionContent.Resource, Namespace: op.ns, Fields: subscriptionContent.Fields},
-			{Resource: ClusterServiceVersions.GroupResource(), Namespace: op.ns, Fields: []string{"status.phase"}},
+			{Resource: ClusterServiceVersions.GroupResource(), Namespace: op.ns, Fields: csvRunFields},
+			{Resource: Deployments.GroupResource(), Namespace: op.ns, Fields: deploymentRunFields},
 		},
 		holds: func(view *View) (bool, string) {
 			if sub := subscriptionFor(view, op.obj.Name, op.pkg, op.ns); sub != nil {
 				return false, fmt.Sprintf("re-checked live: Subscription %s/%s is the operator's now", op.ns, sub.Name)
 			}
-			if running := runningCSVs(view, op); len(running) > 0 {
+			if running, _ := runningCSVs(view, op); len(running) > 0 {
 				return false, fmt.Sprintf("re-checked live: ClusterServiceVersion %s/%s of the operator runs now", op.ns, running[0].Name)
 			}
 			return true, fmt.Sprintf("re-checked live: still no Subscription of operator %s, and none of its CSVs runs", op.obj.Name)
@@ -340,16 +395,26 @@ func refersTo(ref any, obj *Object) bool {
 		(!obj.Resource.Namespaced || m["namespace"] == obj.Namespace)
 }
 
-// csvNotInstalled is the fact that no Subscription installed a CSV: read again, none does.
+// csvNotInstalled is the fact that no Subscription installed a CSV, and it does not run: read
+// again, none does, and its Deployments are not available.
 func csvNotInstalled(csv *Object) Fact {
 	return factOf{
-		key:   "not installed ClusterServiceVersion " + csv.Namespace + "/" + csv.Name,
-		reads: []Read{{Resource: subscriptionContent.Resource, Namespace: csv.Namespace, Fields: subscriptionContent.Fields}},
+		key: "not installed ClusterServiceVersion " + csv.Namespace + "/" + csv.Name,
+		reads: []Read{
+			{Resource: subscriptionContent.Resource, Namespace: csv.Namespace, Fields: subscriptionContent.Fields},
+			{Resource: ClusterServiceVersions.GroupResource(), Namespace: csv.Namespace, Name: csv.Name, Fields: csvRunFields},
+			{Resource: Deployments.GroupResource(), Namespace: csv.Namespace, Fields: deploymentRunFields},
+		},
 		holds: func(view *View) (bool, string) {
 			if installed(view, csv) {
 				return false, fmt.Sprintf("re-checked live: a Subscription in %s installed it now", csv.Namespace)
 			}
-			return true, fmt.Sprintf("re-checked live: still no Subscription in %s installed it", csv.Namespace)
+			if fresh, ok := view.Get(ClusterServiceVersions.GroupResource(), csv.Namespace, csv.Name); ok {
+				if runs, why := csvRuns(view, fresh); runs {
+					return false, "re-checked live: " + why
+				}
+			}
+			return true, fmt.Sprintf("re-checked live: still no Subscription in %s installed it, and it does not run", csv.Namespace)
 		},
 	}
 }

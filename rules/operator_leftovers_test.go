@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -163,27 +165,101 @@ func findingOf(t *testing.T, findings []Finding, kind string) Finding {
 	return found[0]
 }
 
+// installs makes a CSV install a Deployment.
+func installs(deployment string) func(*Object) {
+	return func(o *Object) {
+		_ = unstructured.SetNestedSlice(o.Content, []any{map[string]any{"name": deployment}}, "spec", "install", "spec", "deployments")
+	}
+}
+
+// deploymentWith is a Deployment with available replicas.
+func deploymentWith(namespace, name string, available int64) *Object {
+	return object(Deployments, namespace, name, withContent(map[string]any{"status": map[string]any{"availableReplicas": available}}))
+}
+
 func TestLeftoversMustBeAbandoned(t *testing.T) {
 	succeeded := func(o *Object) { o.Content["status"] = map[string]any{"phase": "Succeeded"} }
 	crdName := "etcdclusters.etcd.database.coreos.com"
-	running := csv("operators", "etcdoperator.v0.9.4", []string{crdName}, withLabels("operators.coreos.com/etcd.operators", ""), succeeded)
+	running := csv("operators", "etcdoperator.v0.9.4", []string{crdName}, withLabels("operators.coreos.com/etcd.operators", ""), succeeded, installs("etcd-operator"))
+	deployment := deploymentWith("operators", "etcd-operator", 1)
 	crd := object(CustomResourceDefinitions, "", crdName)
 	op := operatorObject(
 		ref("operators.coreos.com/v1alpha1", "ClusterServiceVersion", "operators", "etcdoperator.v0.9.4"),
 		ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crdName),
 	)
-	packageServer := csv("olm", "packageserver", nil, withLabels("olm.version", "v0.28.0"), succeeded)
+	packageServer := csv("olm", "packageserver", nil, withLabels("olm.version", "v0.28.0"), succeeded, installs("packageserver"))
 	clusterOperator := csv("openshift-operator-lifecycle-manager", "packageserver", nil, withLabels("olm.clusteroperator.name", "operator-lifecycle-manager-packageserver"))
 	rule := leftoversDeleting(t, "ClusterServiceVersion.operators.coreos.com", "CustomResourceDefinition.apiextensions.k8s.io", "Operator.operators.coreos.com")
 
-	findings := rule.Plan(context.Background(), viewWith(Coverage{}, running, crd, op, packageServer, clusterOperator))
+	findings := rule.Plan(context.Background(), viewWith(Coverage{}, running, deployment, crd, op, packageServer, clusterOperator))
 
 	require.Len(t, findings, 1, "only the running CSV is reported; OLM's own are not; the running operator's CRD and Operator are not leftovers")
 	f := findings[0]
 	assert.Equal(t, running.Ref(), f.Object)
 	assert.Equal(t, SeverityInfo, f.Severity)
-	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs", f.Reason)
+	assert.Contains(t, f.Evidence, "ClusterServiceVersion operators/etcdoperator.v0.9.4 runs: its Deployments operators/etcd-operator are available")
 	assert.Nil(t, f.Action)
+}
+
+// TestAPhaseIsNoEvidenceOfLife: a CSV that Succeeded, but whose Deployment is gone or unavailable,
+// or that is being deleted, does not run: OLM wrote the phase, and OLM may be gone. Its operator's
+// components are left behind.
+func TestAPhaseIsNoEvidenceOfLife(t *testing.T) {
+	crdName := "etcdclusters.etcd.database.coreos.com"
+	op := operatorObject(
+		ref("operators.coreos.com/v1alpha1", "ClusterServiceVersion", "operators", "etcdoperator.v0.9.4"),
+		ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crdName),
+	)
+	crd := object(CustomResourceDefinitions, "", crdName)
+	succeeded := func(o *Object) { o.Content["status"] = map[string]any{"phase": "Succeeded"} }
+	labelled := withLabels("operators.coreos.com/etcd.operators", "")
+	tests := []struct {
+		name    string
+		csv     *Object
+		objects []*Object
+		runs    string // the evidence; "" if it does not run
+		stopped string // why it does not run, in the evidence of what is left behind
+	}{
+		{name: "its Deployment available: runs", csv: csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, succeeded, installs("etcd-operator")),
+			objects: []*Object{deploymentWith("operators", "etcd-operator", 2)},
+			runs:    "ClusterServiceVersion operators/etcdoperator.v0.9.4 runs: its Deployments operators/etcd-operator are available"},
+		{name: "its Deployment gone", csv: csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, succeeded, installs("etcd-operator")),
+			stopped: "ClusterServiceVersion operators/etcdoperator.v0.9.4 does not run: its Deployment operators/etcd-operator does not exist"},
+		{name: "its Deployment without an available replica", csv: csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, succeeded, installs("etcd-operator")),
+			objects: []*Object{deploymentWith("operators", "etcd-operator", 0)},
+			stopped: "ClusterServiceVersion operators/etcdoperator.v0.9.4 does not run: its Deployment operators/etcd-operator has no available replica"},
+		{name: "being deleted, its Deployment still available", csv: csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, succeeded, installs("etcd-operator"),
+			terminatingFor(time.Hour, "operators.coreos.com/csv-cleanup")), objects: []*Object{deploymentWith("operators", "etcd-operator", 1)},
+			stopped: "ClusterServiceVersion operators/etcdoperator.v0.9.4 is being deleted: it is being uninstalled"},
+		{name: "it installs no Deployment", csv: csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, succeeded),
+			stopped: "ClusterServiceVersion operators/etcdoperator.v0.9.4 does not run: it installs no Deployment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objects := append([]*Object{op, crd, tt.csv}, tt.objects...)
+			findings := OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{}, objects...))
+			if tt.runs != "" {
+				require.Len(t, findings, 1)
+				assert.Equal(t, "unmanaged: no Subscription, but it runs", findings[0].Reason)
+				assert.Contains(t, findings[0].Evidence, tt.runs)
+				return
+			}
+			for what, obj := range map[string]*Object{"the Operator": op, "its component": crd} {
+				f := findingAbout(t, findings, obj)
+				assert.Equal(t, "subscription deleted; left behind", f.Reason, "%s is left behind", what)
+				assert.Contains(t, f.Evidence, tt.stopped, "%s: the evidence says why the operator does not run", what)
+			}
+		})
+	}
+
+	t.Run("the Deployments not listed: it may run", func(t *testing.T) {
+		running := csv("operators", "etcdoperator.v0.9.4", []string{crdName}, labelled, installs("etcd-operator"))
+		findings := OperatorLeftovers{}.Plan(context.Background(), viewWith(Coverage{Unlisted: []schema.GroupResource{Deployments.GroupResource()}}, op, crd, running))
+		require.Len(t, findings, 1)
+		assert.Equal(t, "unmanaged: no Subscription, but it runs", findings[0].Reason)
+		assert.Contains(t, findings[0].Evidence, "the Deployments of operators were not all listed: it may run")
+	})
 }
 
 func TestSharedComponentsAreKept(t *testing.T) {
@@ -255,9 +331,9 @@ func TestAnOperatorDisownedByOLMStillRuns(t *testing.T) {
 	// package in its properties annotation stays.
 	running := csv("operators", "etcdoperator.v0.9.4", nil, withAnnotations("operatorframework.io/properties",
 		`{"properties":[{"type":"olm.package","value":{"packageName":"etcd","version":"0.9.4"}},{"type":"olm.gvk","value":{"group":"etcd.database.coreos.com","kind":"EtcdCluster","version":"v1beta2"}}]}`),
-		func(o *Object) { o.Content["status"] = map[string]any{"phase": "Succeeded"} })
-	findings := leftoversDeleting(t, "Operator.operators.coreos.com").Plan(context.Background(), viewWith(Coverage{}, running, operatorObject()))
+		installs("etcd-operator"))
+	findings := leftoversDeleting(t, "Operator.operators.coreos.com").Plan(context.Background(), viewWith(Coverage{}, running, deploymentWith("operators", "etcd-operator", 1), operatorObject()))
 	require.Len(t, findings, 1, "the Operator of a running operator is not left behind")
 	assert.Equal(t, running.Ref(), findings[0].Object)
-	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", findings[0].Reason)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs", findings[0].Reason)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // OrphanedFinalizers releases objects stuck Terminating on a finalizer whose operator is gone:
@@ -59,8 +60,16 @@ var (
 // Name implements Rule.
 func (OrphanedFinalizers) Name() string { return OrphanedFinalizersName }
 
-// ActionTypes says OrphanedFinalizers removes finalizers.
-func (OrphanedFinalizers) ActionTypes() []string { return []string{RemoveFinalizers{}.Type()} }
+// Writes implements Authorized: it releases finalizers of objects of any kind.
+func (OrphanedFinalizers) Writes() []Write {
+	return []Write{{Action: RemoveFinalizers{}.Type(), Resource: AnyResource}}
+}
+
+// MayHaveWritten implements Authorized: it releases finalizers of any object; which ones, restore
+// checks against the pre-image.
+func (OrphanedFinalizers) MayHaveWritten(string, *unstructured.Unstructured, []string) error {
+	return nil
+}
 
 // PolicyRules implements Authorized: patch on the kinds the shipped mappings' finalizers are on.
 func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
@@ -145,7 +154,7 @@ func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
 	for obj, age := range view.Terminating(r.minAge) {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
-			if !builtIn(f) {
+			if !BuiltIn(f) {
 				verdicts = append(verdicts, r.decide(cache, obj, f))
 			}
 		}

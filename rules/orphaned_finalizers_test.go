@@ -367,11 +367,11 @@ func TestCSVCleanup(t *testing.T) {
 func TestBuiltIn(t *testing.T) {
 	for _, f := range []string{"kubernetes", "orphan", "foregroundDeletion", "kubernetes.io/pv-protection", "kubernetes.io/pvc-protection",
 		"customresourcecleanup.apiextensions.k8s.io", "batch.kubernetes.io/job-tracking", "k8s.io/x"} {
-		assert.True(t, builtIn(f), f)
+		assert.True(t, BuiltIn(f), f)
 	}
 	for _, f := range []string{syslogFinalizer, "operators.coreos.com/csv-cleanup", "example.com/k8s.io", "notkubernetes.io/x", "finalizer",
 		"external-attacher/csi-hostpath"} {
-		assert.False(t, builtIn(f), f)
+		assert.False(t, BuiltIn(f), f)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -46,8 +47,68 @@ type ContentRequest struct {
 // on top. The shipped ClusterRole grants exactly what the enabled rules declare.
 type Authorized interface {
 	PolicyRules() []rbacv1.PolicyRule
-	// ActionTypes are the types of the actions the rule may plan (Action.Type), opted in or not.
-	ActionTypes() []string
+	// Writes are every write the rule may make, opted in or not: restore undoes no other.
+	Writes() []Write
+	// MayHaveWritten says why obj, as it was right before a write of action that the rule
+	// reported with evidence, is not an object the rule could have written; nil if it could. It
+	// is how restore tells a pre-image that matches its finding from one that was made up.
+	MayHaveWritten(action string, obj *unstructured.Unstructured, evidence []string) error
+}
+
+// Write is a kind of write a rule may make: an action type on the objects of a resource; the
+// Resource "*" is any.
+type Write struct {
+	Action   string
+	Resource schema.GroupResource
+}
+
+// AnyResource is the Resource of a Write that may be of any resource.
+var AnyResource = schema.GroupResource{Resource: "*"}
+
+// ActionTypes are the types of the actions a rule may plan (Action.Type), opted in or not.
+func ActionTypes(r Authorized) []string {
+	var types []string
+	for _, w := range r.Writes() {
+		if !slices.Contains(types, w.Action) {
+			types = append(types, w.Action)
+		}
+	}
+	return types
+}
+
+// Allows says whether the rule declares a write of action on resource.
+func Allows(r Authorized, action string, resource schema.GroupResource) bool {
+	return slices.ContainsFunc(r.Writes(), func(w Write) bool {
+		return w.Action == action && (w.Resource == AnyResource || w.Resource == resource)
+	})
+}
+
+// deletes are the writes of a rule that deletes objects of resources.
+func deletes(resources []Resource) []Write {
+	writes := make([]Write, 0, len(resources))
+	for _, r := range resources {
+		writes = append(writes, Write{Action: Delete{}.Type(), Resource: r.GroupResource()})
+	}
+	return writes
+}
+
+// sameKind says why obj is not of resource r; nil if it is.
+func sameKind(r Resource, obj *unstructured.Unstructured) error {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil || gv.Group != r.Group || obj.GetKind() != r.Kind {
+		return fmt.Errorf("a %s is not a %s", obj.GroupVersionKind().GroupKind(), r.GroupResource())
+	}
+	return nil
+}
+
+// kindOf says why obj is none of resources; nil if it is one.
+func kindOf(resources []Resource, obj *unstructured.Unstructured) error {
+	for _, r := range resources {
+		if sameKind(r, obj) == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("the rule writes no %s", obj.GroupVersionKind().GroupKind())
 }
 
 // Severity says how much a finding matters to a cluster admin.

@@ -1,6 +1,7 @@
 package sweeper
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,16 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
+// undoCase is a record of an action and its object's pre-image, as restore reads them.
+type undoCase struct {
+	rec report.FindingResult
+	pre *unstructured.Unstructured
+}
+
+func record(resource string, obj *unstructured.Unstructured, action report.ActionSummary) undoCase {
+	return undoCase{rt.Record(resource, obj, action), report.Image(obj)}
+}
+
 func TestPlanUndo(t *testing.T) {
 	const uid = types.UID("original")
 	cm := func(mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
@@ -22,32 +33,37 @@ func TestPlanUndo(t *testing.T) {
 	newOwner := metav1.OwnerReference{APIVersion: "operators.coreos.com/v1alpha1", Kind: "Subscription", Name: "etcd", UID: "new-owner"}
 
 	// Delete: the object as it was before it was deleted.
-	deleted := rt.Record("configmaps", cm(), report.ActionSummary{Type: "Delete"})
-	pod := rt.Record("pods", rt.Object("v1", "Pod", "olm", "catalog-abc", uid), report.ActionSummary{Type: "Delete"})
+	deleted := record("configmaps", cm(), report.ActionSummary{Type: "Delete"})
+	pod := record("pods", rt.Object("v1", "Pod", "olm", "catalog-abc", uid), report.ActionSummary{Type: "Delete"})
 	// RemoveFinalizers: one of two finalizers removed; the other keeps the object alive.
-	finalized := rt.Record("configmaps", cm(rt.WithFinalizers("keep.example.com", "gone.example.com")),
+	finalized := record("configmaps", cm(rt.WithFinalizers("keep.example.com", "gone.example.com")),
 		report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"gone.example.com"}})
-	allFinalizers := rt.Record("configmaps", cm(rt.WithFinalizers("gone.example.com")),
+	allFinalizers := record("configmaps", cm(rt.WithFinalizers("gone.example.com")),
 		report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"gone.example.com"}})
 	// SetOwnerReferences: a stale owner replaced by its successor.
-	reowned := rt.Record("configmaps", cm(rt.WithOwners(oldOwner)),
+	reowned := record("configmaps", cm(rt.WithOwners(oldOwner)),
 		report.ActionSummary{Type: "SetOwnerReferences", AddOwnerReferences: []metav1.OwnerReference{newOwner}, RemoveOwnerReferences: []types.UID{"old-owner"}})
-	disowned := rt.Record("configmaps", cm(rt.WithOwners(oldOwner)),
+	disowned := record("configmaps", cm(rt.WithOwners(oldOwner)),
 		report.ActionSummary{Type: "SetOwnerReferences", RemoveOwnerReferences: []types.UID{"old-owner"}})
 	// A controller reference (Controller is a *bool) kept, and a stale owner dropped.
 	controller := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "etcd-operator", UID: "controller", Controller: new(true)}
-	controlled := rt.Record("configmaps", cm(rt.WithOwners(controller, oldOwner)),
+	controlled := record("configmaps", cm(rt.WithOwners(controller, oldOwner)),
 		report.ActionSummary{Type: "SetOwnerReferences", RemoveOwnerReferences: []types.UID{"old-owner"}})
-	unknown := rt.Record("configmaps", cm(), report.ActionSummary{Type: "Frobnicate"})
+	// The stale owner replaced beside a controller, and gone since: it is not put back.
+	replaced := record("configmaps", cm(rt.WithOwners(controller, oldOwner)),
+		report.ActionSummary{Type: "SetOwnerReferences", AddOwnerReferences: []metav1.OwnerReference{newOwner}, RemoveOwnerReferences: []types.UID{"old-owner"}})
+	unknown := record("configmaps", cm(), report.ActionSummary{Type: "Frobnicate"})
 
 	tests := []struct {
 		name         string
-		rec          report.FindingResult
+		rec          undoCase
 		current      *unstructured.Unstructured
 		wantAction   Action
 		wantOutcome  report.Outcome
 		wantReason   report.Reason
 		wantEvidence bool
+		// gone are the owners that do not exist.
+		gone []types.UID
 	}{
 		// Delete.
 		{name: "delete: gone, re-created", rec: deleted, wantAction: recreate{}},
@@ -100,12 +116,17 @@ func TestPlanUndo(t *testing.T) {
 		{name: "owners: another object of that name", rec: reowned, current: cm(rt.WithUID("recreated"), rt.WithOwners(newOwner)),
 			wantOutcome: report.OutcomeFailed, wantReason: report.ReasonConflict},
 
+		{name: "owners: an owner that is gone is not put back", rec: replaced, current: cm(rt.WithOwners(controller, newOwner), rt.Written), gone: []types.UID{"old-owner"},
+			wantAction: setOwners{refs: []metav1.OwnerReference{controller}, change: rules.SetOwnerReferences{Remove: []types.UID{"new-owner"}}}, wantEvidence: true},
+		{name: "owners: as they were before but for an owner that is gone", rec: replaced, current: cm(rt.WithOwners(controller), rt.Written), gone: []types.UID{"old-owner"},
+			wantOutcome: report.OutcomeSkipped, wantReason: report.ReasonResolved},
+
 		{name: "an action restore does not know", rec: unknown, current: cm(), wantOutcome: report.OutcomeSkipped, wantReason: report.ReasonNotRestorable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := tt.rec.Before.Object.DeepCopy()
-			got := PlanUndo(tt.rec, want, tt.current)
+			want := tt.rec.pre.DeepCopy()
+			got := PlanUndo(tt.rec.rec, want, tt.current, func(ref metav1.OwnerReference) bool { return !slices.Contains(tt.gone, ref.UID) })
 			assert.Equal(t, tt.wantAction, got.Action)
 			assert.Equal(t, tt.wantOutcome, got.Result.Outcome)
 			assert.Equal(t, tt.wantReason, got.Result.Reason)
@@ -113,7 +134,7 @@ func TestPlanUndo(t *testing.T) {
 				assert.NotEmpty(t, got.Result.Detail, "a skip or a failure says why")
 			}
 			assert.Equal(t, tt.wantEvidence, len(got.Evidence) > 0, "evidence: %q", got.Evidence)
-			assert.Equal(t, tt.rec.Before.Object, want, "the pre-image is not modified")
+			assert.Equal(t, tt.rec.pre, want, "the pre-image is not modified")
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -37,15 +38,16 @@ type Applier struct {
 	// Vet, if set, says why a re-planned action must not be taken (held back by its rule, its
 	// object too young), as the engine says it of every action before the first attempt.
 	Vet func(rules.Finding) (Result, bool)
-	// Backups, if set, keeps each pre-image on disk before the write (--backup-dir).
-	Backups *BackupDir
+	// Keeper, if set, keeps the signed record of each write and its object's pre-image before the
+	// write is sent (--dry-run=none): a write whose pre-image cannot be kept is not sent.
+	Keeper *Keeper
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
 // race (the object changed after it was observed) is retried: the object is re-read, rule
 // re-plans it, and the new action, if there still is one, is sent. An object that is gone counts
-// as done; one deleted and re-created is left to the next run. The result holds the object's
-// pre-image; with Backups, so does a file, which ends up with the outcome.
+// as done; one deleted and re-created is left to the next run. The result says where the object's
+// pre-image is kept; the Keeper records the outcome where it can.
 func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, f rules.Finding) Result {
 	switch {
 	case f.Action == nil:
@@ -62,10 +64,10 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	if res.Outcome == report.OutcomeFailed {
 		blamed(view, &res)
 	}
-	if res.backupFile != "" {
+	if a.Keeper != nil && res.Before != nil && res.Before.Kept != "" {
 		// The record now says what became of the write; restore judges one without by the object.
-		if _, err := a.Backups.Keep(NewFindingResult(f, res), res.backupFile); err != nil {
-			a.Logger.WarnContext(ctx, "the outcome of a write was not recorded in its backup", "file", res.backupFile, "error", err)
+		if err := a.Keeper.record(ctx, NewFindingResult(f, res), true); err != nil {
+			a.Logger.WarnContext(ctx, "the outcome of a write was not recorded with its pre-image", "kept", res.Before.Kept, "error", err)
 		}
 	}
 	if res.Outcome == report.OutcomeApplied {
@@ -148,11 +150,12 @@ func replannedAs(res Result) Result {
 	return res
 }
 
-// take reads the object in full right before the write, keeps its pre-image in res (and, with
-// --backup-dir, on disk, synced, or the write is not sent) and sends the action. The read is a
-// precondition too: an object that changed since it was observed has won a race. A
-// CustomResourceDefinition to delete takes its custom resources with it: they are listed in full
-// and kept alongside, and without --backup-dir one that has any is not deleted.
+// take reads the object in full right before the write, keeps its pre-image (with a Keeper:
+// durably, signed, or the write is not sent; without, only what undoing needs short of its body)
+// and sends the action. The read is a precondition too: an object that changed since it was
+// observed has won a race. A CustomResourceDefinition to delete takes its custom resources with
+// it: they are streamed into its pre-image page by page, never held all at once, and counted again
+// right before the delete; a count that changed meanwhile stops it.
 func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, action rules.Action, res *Result) error {
 	u, err := dynamicClient(a.Writer.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
 	switch {
@@ -161,50 +164,78 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 	case u.GetUID() != obj.UID || u.GetResourceVersion() != obj.ResourceVersion:
 		return apierrors.NewConflict(obj.Resource.GroupResource(), obj.Name, errors.New("the object changed after it was observed"))
 	}
-	pre := &report.PreImage{Resource: obj.Resource.Resource, Object: report.Image(u)}
-	if _, deletes := action.(rules.Delete); deletes && isCRD(obj.Resource.GroupVersionResource) {
-		if pre.Instances, err = customResources(ctx, a.Writer.Dynamic, u); err != nil {
+	pre := &report.PreImage{Resource: obj.Resource.Resource, Finalizers: u.GetFinalizers(), OwnerReferences: u.GetOwnerReferences()}
+	_, deletes := action.(rules.Delete)
+	crd := deletes && isCRD(obj.Resource.GroupVersionResource)
+	customResources := func(body *report.BodyWriter) error {
+		if !crd {
+			return nil
+		}
+		n, err := eachCustomResource(ctx, a.Writer.Dynamic, u, func(cr *unstructured.Unstructured) error {
+			if body == nil {
+				return nil
+			}
+			return body.Write(cr)
+		})
+		pre.CustomResources = n
+		return err
+	}
+	if a.Keeper != nil {
+		f.Action = action
+		err := a.Keeper.Store.Body(ctx, backup.FileSafe(report.ObjectOf(f.Object)), pre, func(body *report.BodyWriter) error {
+			return errors.Join(body.Write(u), customResources(body))
+		})
+		if err == nil {
+			err = a.Keeper.record(ctx, NewFindingResult(f, Result{Before: pre}), false)
+		}
+		if err != nil {
 			return &backupError{err}
 		}
-		evidence := "it has no custom resources (listed right before the delete)"
-		switch {
-		case len(pre.Instances) > 0 && a.Backups == nil:
-			return &needsBackupError{crd: obj.Name, instances: len(pre.Instances)}
-		case len(pre.Instances) > 0 && a.Writer.Mode == report.DryRunNone:
-			evidence = fmt.Sprintf("its %d custom resources, listed in full right before the delete, are kept in --backup-dir and in before.instances; they are deleted with it",
-				len(pre.Instances))
-		case len(pre.Instances) > 0:
-			evidence = fmt.Sprintf("its %d custom resources, listed in full, are in before.instances; with --dry-run=none they would be kept in --backup-dir and deleted with it",
-				len(pre.Instances))
-		}
-		if !slices.Contains(res.Evidence, evidence) {
-			res.Evidence = append(res.Evidence, evidence)
-		}
+	} else if err := customResources(nil); err != nil {
+		return &backupError{err}
 	}
 	res.Before = pre
-	if a.Backups != nil && a.Writer.Mode == report.DryRunNone {
-		f.Action = action
-		if res.backupFile, err = a.Backups.Keep(NewFindingResult(f, Result{Before: pre}), res.backupFile); err != nil {
-			return &backupError{err}
+	if crd {
+		if err := a.recount(ctx, u, pre, res); err != nil {
+			return err
 		}
 	}
 	return a.send(ctx, obj, action)
 }
 
+// recount counts a CustomResourceDefinition's custom resources again, right before its delete, and
+// says in res what goes with it. One created or deleted since they were kept stops the delete: the
+// next run looks again.
+func (a *Applier) recount(ctx context.Context, crd *unstructured.Unstructured, pre *report.PreImage, res *Result) error {
+	now, err := eachCustomResource(ctx, a.Writer.Dynamic, crd, func(*unstructured.Unstructured) error { return nil })
+	switch {
+	case err != nil:
+		return &backupError{err}
+	case now != pre.CustomResources:
+		return &changedError{fmt.Sprintf("its custom resources changed while they were kept (%d, then %d right before the delete): the next run looks again",
+			pre.CustomResources, now)}
+	}
+	evidence := "it has no custom resources (counted again right before the delete)"
+	switch {
+	case now > 0 && a.Keeper != nil:
+		evidence = fmt.Sprintf("its %d custom resources, kept with its pre-image and counted again right before the delete, are deleted with it", now)
+	case now > 0:
+		evidence = fmt.Sprintf("its %d custom resources would be kept with its pre-image, counted again, and deleted with it", now)
+	}
+	if !slices.Contains(res.Evidence, evidence) {
+		res.Evidence = append(res.Evidence, evidence)
+	}
+	return nil
+}
+
+// changedError is a delete stopped because what it takes along changed while it was kept.
+type changedError struct{ why string }
+
+func (e *changedError) Error() string { return e.why }
+
 // isCRD reports whether gvr is the resource of CustomResourceDefinitions.
 func isCRD(gvr schema.GroupVersionResource) bool {
 	return gvr.GroupResource() == rules.CustomResourceDefinitions.GroupResource()
-}
-
-// needsBackupError is a delete that would take data along, with nowhere to keep it.
-type needsBackupError struct {
-	crd       string
-	instances int
-}
-
-func (e *needsBackupError) Error() string {
-	return fmt.Sprintf("CustomResourceDefinition %s has %d custom resources, which are deleted with it; run with --backup-dir to keep them first",
-		e.crd, e.instances)
 }
 
 // backupError is a pre-image that could not be kept: the write was not sent.
@@ -226,7 +257,7 @@ func took(before, fresh *rules.Object, action rules.Action) bool {
 func mayNotHaveHappened(err error) bool {
 	var status apierrors.APIStatus
 	switch {
-	case err == nil, errors.Is(err, errNothingToDo), errors.Is(err, errUnknownAction), errors.As(err, new(*needsBackupError)), errors.As(err, new(*backupError)):
+	case err == nil, errors.Is(err, errNothingToDo), errors.Is(err, errUnknownAction), errors.As(err, new(*changedError)), errors.As(err, new(*backupError)):
 		return false
 	case errors.As(err, &status):
 		return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
@@ -342,8 +373,8 @@ func (a *Applier) result(err error) Result {
 	switch {
 	case errors.Is(err, errNothingToDo):
 		return Skipped(report.ReasonResolved, "%v", err)
-	case errors.As(err, new(*needsBackupError)):
-		return Skipped(report.ReasonBackup, "%v", err)
+	case errors.As(err, new(*changedError)):
+		return Skipped(report.ReasonStale, "%v", err)
 	case errors.As(err, new(*backupError)):
 		return Failed(report.ReasonBackup, "%v; the write was not sent", err)
 	case err == nil, apierrors.IsNotFound(err):

@@ -17,7 +17,11 @@ import (
 	"time"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -120,6 +124,21 @@ func NewClients(config *rest.Config, cc ClientConfig, logger *slog.Logger) (*Cli
 		return nil, fmt.Errorf("dynamic client for %s: %w", cfg.Host, err)
 	}
 	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, serverClock: serverClock}, nil
+}
+
+// ClusterUID is the UID of the cluster's kube-system namespace: which cluster it is, whatever a
+// kubeconfig calls it. It is read with a list, as the walk reads: that is all the RBAC it needs.
+func (c *Clients) ClusterUID(ctx context.Context) (types.UID, error) {
+	list, err := c.Metadata.Resource(rules.Namespaces.GroupVersionResource).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", metav1.NamespaceSystem).String(),
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read namespace %s: %w", metav1.NamespaceSystem, err)
+	case len(list.Items) != 1:
+		return "", fmt.Errorf("namespace %s not found", metav1.NamespaceSystem)
+	}
+	return list.Items[0].UID, nil
 }
 
 // Writer is the writer of these clients, sending in mode, as fieldManager.

@@ -34,12 +34,14 @@ type Config struct {
 	// nothing created after the sweep began is, whatever MinAge says.
 	MinAge time.Duration
 
-	// BackupDir, if set, receives the pre-image of each object before it is written, one file per
-	// object in a directory per run, synced before the write; a write whose pre-image cannot be
-	// kept is not sent.
+	// Namespace is the sweeper's own: where, without BackupDir, it keeps the pre-images of the
+	// objects it writes, in Secrets, and, either way, the key it signs their records with.
+	Namespace string
+	// BackupDir, if set, keeps the pre-images instead, in files of a directory per run, synced
+	// before each write; a write whose pre-image cannot be kept is not sent.
 	BackupDir string
-	// BackupRetention is how long the files in BackupDir are kept: older ones are removed at the
-	// start of each run.
+	// BackupRetention is how long pre-images are kept: older ones are removed at the start of each
+	// run.
 	BackupRetention time.Duration
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -55,6 +56,12 @@ func (e *Engine) Run(ctx context.Context) *report.Report {
 		e.Clock = e.Clients.Clock()
 	}
 	r := report.New(e.Clock.Now(), e.Config.metadata())
+	r.Metadata.RunID = backup.NewRunID(r.Metadata.StartTime.Time)
+	if uid, err := e.Clients.ClusterUID(ctx); err != nil {
+		e.Logger.WarnContext(ctx, "the cluster's identity could not be read: nothing is signed, and no write sent", "error", err)
+	} else {
+		r.Metadata.ClusterUID = string(uid)
+	}
 	defer func() {
 		if !e.Config.Shard.sharded() { // a shard counts before it keeps its own findings (plan)
 			r.CountStuckNamespaces(report.EveryNamespace)
@@ -236,8 +243,8 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Config.PageSize}
 	applier := &Applier{Writer: e.Clients.Writer(e.Config.DryRun, ""), Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer,
 		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
-	if e.Config.BackupDir != "" {
-		applier.Backups = &BackupDir{Root: e.Config.BackupDir, Cluster: e.Config.Cluster, StartTime: r.Metadata.StartTime.Time}
+	if e.Config.DryRun == report.DryRunNone {
+		applier.Keeper = e.keeper(r.Metadata)
 	}
 	protected := patterns(e.Config.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
@@ -267,7 +274,13 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		case report.OutcomePlanned, report.OutcomeDryRun, report.OutcomeApplied:
 			done[f.Object.UID] = true
 		}
-		r.Add(NewFindingResult(f.Finding, res))
+		fr := NewFindingResult(f.Finding, res)
+		if applier.Keeper != nil && fr.Before != nil && fr.Before.Kept != "" {
+			if err := applier.Keeper.Sign(ctx, &fr); err != nil {
+				e.Logger.WarnContext(ctx, "a finding of the report was not signed: restore will refuse it; its record with the pre-image is signed", "error", err)
+			}
+		}
+		r.Add(fr)
 	}
 	if interrupted > 0 {
 		e.Logger.ErrorContext(ctx, "run interrupted; actions left for the next run", "taken", taken, "left", interrupted, "cause", context.Cause(ctx))
@@ -276,22 +289,44 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	}
 }
 
-// pruneBackups removes the files in --backup-dir older than --backup-retention. A failure is
-// reported, and fails nothing: each write still needs its own pre-image kept.
+// keeper keeps the pre-images of the run's writes: in --backup-dir, or in Secrets of the sweeper's
+// namespace; signed with its key, created there on first use.
+func (e *Engine) keeper(run report.Metadata) *Keeper {
+	k := &Keeper{Run: run, Key: func(ctx context.Context) ([]byte, error) {
+		return backup.Key(ctx, e.Clients.Dynamic, e.Config.Namespace, true)
+	}}
+	k.Store = &backup.Secrets{Client: e.Clients.Dynamic, Namespace: e.Config.Namespace, RunID: run.RunID}
+	if e.Config.BackupDir != "" {
+		k.Store = &backup.Dir{Root: e.Config.BackupDir, StartTime: run.StartTime.Time}
+	}
+	return k
+}
+
+// pruneBackups removes the pre-images older than --backup-retention: the files in --backup-dir,
+// or, in a run that writes, the Secrets in the sweeper's namespace. A failure is reported, and
+// fails nothing: each write still needs its own pre-image kept.
 func (e *Engine) pruneBackups(ctx context.Context, r *report.Report) {
-	if e.Config.BackupDir == "" {
-		return
-	}
 	retention := model.Duration(e.Config.BackupRetention)
-	// File times are the local clock's.
-	removed, err := pruneBackups(e.Config.BackupDir, time.Now().Add(-e.Config.BackupRetention))
-	if err != nil {
-		e.Logger.WarnContext(ctx, "old backups not all removed", "dir", e.Config.BackupDir, "removed", removed, "error", err)
-		r.Errors = append(r.Errors, report.Error{Stage: report.StageApply, Message: fmt.Sprintf("--backup-dir: remove files older than --backup-retention=%s: %v",
-			retention, err)})
+	var removed int
+	var err error
+	where := "--backup-dir " + e.Config.BackupDir
+	switch {
+	case e.Config.BackupDir != "":
+		// File times are the local clock's.
+		removed, err = backup.PruneDir(e.Config.BackupDir, time.Now().Add(-e.Config.BackupRetention))
+	case e.Config.DryRun == report.DryRunNone:
+		where = "the Secrets of namespace " + e.Config.Namespace
+		removed, err = backup.PruneSecrets(ctx, e.Clients.Dynamic, e.Config.Namespace, e.Clock.Now().Add(-e.Config.BackupRetention))
+	default:
 		return
 	}
-	e.Logger.InfoContext(ctx, "old backups removed", "dir", e.Config.BackupDir, "removed", removed, "retention", retention.String())
+	if err != nil {
+		e.Logger.WarnContext(ctx, "old pre-images not all removed", "where", where, "removed", removed, "error", err)
+		r.Errors = append(r.Errors, report.Error{Stage: report.StageApply, Message: fmt.Sprintf("remove the pre-images older than --backup-retention=%s in %s: %v",
+			retention, where, err)})
+		return
+	}
+	e.Logger.InfoContext(ctx, "old pre-images removed", "where", where, "removed", removed, "retention", retention.String())
 }
 
 // inFlightGrace is how long an action under way when the run is interrupted (SIGTERM, --timeout)

@@ -25,10 +25,9 @@ type Result struct {
 	// BlockedBy are objects found to block the action: the webhook configuration whose webhook
 	// refused the write.
 	BlockedBy []rules.ObjectRef
-	// Before is the object as read right before the last write sent.
+	// Before says where the pre-image of the object, as read right before the last write sent,
+	// is kept.
 	Before *report.PreImage
-	// backupFile is the file of --backup-dir that holds Before, if any.
-	backupFile string
 }
 
 func Skipped(reason report.Reason, format string, args ...any) Result {
@@ -48,7 +47,7 @@ func (so Result) Then(next Result) Result {
 		next.Action = so.Action
 	}
 	if next.Before == nil {
-		next.Before, next.backupFile = so.Before, so.backupFile
+		next.Before = so.Before
 	}
 	return next
 }

@@ -3,8 +3,10 @@ package sweeper
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -14,10 +16,17 @@ import (
 // Undo is what puts one object back as a record says it was before its sweep: an action to send,
 // or the result that says why there is none, with what restore found out on the way.
 type Undo struct {
-	Action   Action
+	Action Action
+	// Object is the object as the action writes it back: the pre-image, its owners remapped to
+	// those that exist.
+	Object   *unstructured.Unstructured
 	Result   Result
 	Evidence []string
 }
+
+// Recreation is the undo that creates obj again, as it is: for a custom resource of a
+// CustomResourceDefinition restored.
+func Recreation(obj *unstructured.Unstructured) Undo { return Undo{Action: recreate{}, Object: obj} }
 
 // UndoOf is the action that undoes rec's, as the report names it before anything is read.
 func UndoOf(rec report.FindingResult) Action {
@@ -28,13 +37,32 @@ func UndoOf(rec report.FindingResult) Action {
 }
 
 // PlanUndo decides what undoes rec's action, given the object as restore wants it back (want: the
-// pre-image, owners remapped) and as it is now (current, nil if it does not exist).
-func PlanUndo(rec report.FindingResult, want, current *unstructured.Unstructured) Undo {
+// pre-image, owners remapped) and as it is now (current, nil if it does not exist). An
+// ownerReference whose owner does not exist with its UID (exists says) is not put back: the
+// garbage collector would delete the object by it.
+func PlanUndo(rec report.FindingResult, want, current *unstructured.Unstructured, exists func(metav1.OwnerReference) bool) Undo {
 	c, ok := changeNamed(rec.Action)
 	if !ok {
 		return Undo{Result: Skipped(report.ReasonNotRestorable, "restore does not know action %s", rec.Action.Type)}
 	}
-	return c.undo(rec, want, current)
+	// Dropped before the undo is planned, so that an object restored without them is found to
+	// be restored already.
+	refs := want.GetOwnerReferences()
+	kept := slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool { return !exists(ref) })
+	want = want.DeepCopy()
+	want.SetOwnerReferences(nilIfEmpty(kept))
+	u := c.undo(rec, want, current)
+	if u.Action == nil {
+		return u
+	}
+	for _, ref := range refs {
+		if !slices.Contains(kept, ref) {
+			u.Evidence = append(u.Evidence, fmt.Sprintf("its ownerReference to %s %s (uid %s) is not put back: no such owner exists, and the garbage collector would delete it by it",
+				ref.Kind, ref.Name, ref.UID))
+		}
+	}
+	u.Object = want
+	return u
 }
 
 // undoElsewhere plans the undo of an action whose object is gone (re-create it) or was replaced
@@ -53,16 +81,16 @@ func undoElsewhere(rec report.FindingResult, want, current *unstructured.Unstruc
 	return u, true
 }
 
-// Undo sends an action that undoes a sweep's, planned by PlanUndo from want and current, with the
-// same kind of preconditions as a sweep's writes: a create fails if the object exists meanwhile; a
-// change tests the UID and resourceVersion read. A lost race is left alone, for restore to be run
-// again: nothing is re-planned.
-func (wr *Writer) Undo(ctx context.Context, resource schema.GroupVersionResource, action Action, want, current *unstructured.Unstructured) Result {
-	u, ok := action.(undoing)
-	if !ok {
-		return Failed(report.ReasonNotRestorable, "%v %s", errUnknownAction, action.Type())
+// Undo sends an undo that PlanUndo planned from current, with the same kind of preconditions as a
+// sweep's writes: a create fails if the object exists meanwhile; a change tests the UID and
+// resourceVersion read. A lost race is left alone, for restore to be run again: nothing is
+// re-planned.
+func (wr *Writer) Undo(ctx context.Context, resource schema.GroupVersionResource, u Undo, current *unstructured.Unstructured) Result {
+	action, ok := u.Action.(undoing)
+	if !ok || u.Object == nil {
+		return Failed(report.ReasonNotRestorable, "%v %s", errUnknownAction, u.Action.Type())
 	}
-	outcome, created, err := wr.Send(ctx, u.write(resource, want, current))
+	outcome, created, err := wr.Send(ctx, action.write(resource, u.Object, current))
 	switch {
 	case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err), apierrors.IsInvalid(err) && current != nil:
 		return Failed(report.ReasonConflict, "the object changed while it was restored (%v): left alone; run restore again to look at it afresh", err)

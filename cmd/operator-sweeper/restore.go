@@ -11,23 +11,24 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/restore"
 )
 
-// restoreCommand is `operator-sweeper restore --from REPORT|DIR [--only TYPE/NAME,…]`: the
-// undoing of a sweep's actions.
+// restoreCommand is `operator-sweeper restore --from REPORT|DIR | --run ID [--only TYPE/NAME,…]`:
+// the undoing of a sweep's actions.
 type restoreCommand struct {
 	src restore.Source
 }
 
 func (*restoreCommand) name() string { return "restore" }
 func (*restoreCommand) usage() string {
-	return "restore --from REPORT|DIR [--only TYPE/NAME,…] [flags]"
+	return "restore --from REPORT|DIR | --run ID [--only TYPE/NAME,…] [flags]"
 }
 
 func (*restoreCommand) groups(o *options.Options) []options.Group {
-	return []options.Group{&o.DryRunOptions, &o.OutputOptions, &o.ClientOptions, &o.LogOptions}
+	return []options.Group{&o.DryRunOptions, &o.OutputOptions, &o.ClientOptions, &o.StateOptions, &o.LogOptions}
 }
 
 func (c *restoreCommand) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.src.From, "from", c.src.From, "A sweep's report (JSON or YAML, or its Job's logs), its --backup-dir (the newest run), or a run's directory in it.")
+	fs.StringVar(&c.src.Run, "run", c.src.Run, "The ID of a run (the report's metadata.runID) whose pre-images are kept in Secrets of the sweeper's namespace.")
 	fs.StringSliceVar(&c.src.Only, "only", c.src.Only, "Undo only the actions on these objects, as TYPE/NAME (clusterrole/etcd-operator, crd/etcdclusters.etcd.database.coreos.com).")
 }
 
@@ -35,8 +36,10 @@ func (c *restoreCommand) setArgs(args []string) error {
 	switch {
 	case len(args) > 0:
 		return fmt.Errorf("restore takes flags only; got argument %q", args[0])
-	case c.src.From == "":
-		return errors.New("restore needs --from: a sweep's report or its --backup-dir")
+	case c.src.From == "" && c.src.Run == "":
+		return errors.New("restore needs --from (a sweep's report or its --backup-dir) or --run (a run's ID)")
+	case c.src.From != "" && c.src.Run != "":
+		return errors.New("restore takes either --from or --run, not both")
 	}
 	return nil
 }
@@ -53,8 +56,8 @@ func (c *restoreCommand) run(ctx context.Context, o *options.Options, s streams)
 		return err
 	}
 	defer conn.cancel()
-	cfg := restore.Config{Cluster: conn.cluster, Version: o.Version, DryRun: o.DryRun}
-	r, err := restore.Run(conn.ctx, cfg, conn.clients, records, c.src.Only, conn.logger)
+	cfg := restore.Config{Cluster: conn.cluster, Version: o.Version, Namespace: o.Namespace(), DryRun: o.DryRun}
+	r, err := restore.Run(conn.ctx, cfg, conn.clients, records, c.src, conn.logger)
 	if err != nil {
 		return err
 	}

@@ -190,18 +190,24 @@ func Record(resource string, obj *unstructured.Unstructured, action report.Actio
 		Evidence: []string{},
 		Action:   &action,
 		Outcome:  report.OutcomeApplied,
-		Before:   &report.PreImage{Resource: resource, Object: report.Image(obj)},
+		Before:   &report.PreImage{Resource: resource, Finalizers: obj.GetFinalizers(), OwnerReferences: obj.GetOwnerReferences()},
 	}
 }
 
-// ReleaseRecord is the record of a RemoveFinalizers on ClusterRole name, with its pre-image and
-// outcome, as the applier keeps it before the write (outcome "") and after.
-func ReleaseRecord(name string, outcome report.Outcome) report.FindingResult {
-	obj := &unstructured.Unstructured{Object: map[string]any{
+// ReleasedRole is ClusterRole name as it was before a RemoveFinalizers released it: ReleaseRecord's
+// pre-image.
+func ReleasedRole(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/cleanup"}},
 		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}},
 	}}
+}
+
+// ReleaseRecord is the record of a RemoveFinalizers on ClusterRole name with outcome, as the
+// applier keeps it before the write (outcome "") and after; its pre-image is ReleasedRole, kept
+// wherever the caller keeps it.
+func ReleaseRecord(name string, outcome report.Outcome) report.FindingResult {
 	return report.FindingResult{
 		Rule:     "orphaned-finalizers",
 		Severity: rules.SeverityWarning,
@@ -210,6 +216,6 @@ func ReleaseRecord(name string, outcome report.Outcome) report.FindingResult {
 		Evidence: []string{"no deployment of the operator"},
 		Action:   &report.ActionSummary{Type: "RemoveFinalizers", Finalizers: []string{"example.com/cleanup"}},
 		Outcome:  outcome,
-		Before:   &report.PreImage{Resource: "clusterroles", Object: obj},
+		Before:   &report.PreImage{Resource: "clusterroles", Finalizers: []string{"example.com/cleanup"}},
 	}
 }

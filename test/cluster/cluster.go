@@ -55,6 +55,10 @@ func Start() (*Cluster, error) {
 	return StartWith(Components{})
 }
 
+// SweeperNamespace is the sweeper's own namespace, as its manifests name it, and the one a binary
+// run outside a pod uses: every test cluster has it.
+const SweeperNamespace = "operator-sweeper"
+
 // StartWith boots the control plane with components.
 func StartWith(components Components) (*Cluster, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -116,7 +120,9 @@ func (c *Cluster) init() error {
 		return err
 	}
 	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return nil
+	// The sweeper keeps its pre-images and signing key in its namespace, which its manifests
+	// create; a binary run outside a pod names it by default.
+	return c.EnsureNamespace(context.Background(), SweeperNamespace)
 }
 
 // Stop stops the control plane and removes its files.

@@ -152,10 +152,22 @@ rules: []
 	etcdCRDRef)
 
 // EtcdRunning is the etcd operator running without its Subscription, deleted on purpose or being
-// re-created: not left behind, but unmanaged. Its CSV succeeded; its Operator lists the CSV and
-// the CRD.
-var EtcdRunning = etcdCRD + "---" + etcdCSV + "status: {phase: Succeeded, reason: InstallSucceeded}\n---" +
-	Operator("etcd", etcdCSVRef, etcdCRDRef)
+// re-created: not left behind, but unmanaged. Its CSV succeeded and installed a Deployment, which
+// has an available replica: the live evidence that it runs. Its Operator lists the CSV and the CRD.
+var EtcdRunning = etcdCRD + "---" +
+	strings.Replace(etcdCSV, "deployments: []", "deployments: [{name: etcd-operator, spec: {selector: {matchLabels: {name: etcd-operator}}, template: {}}}]", 1) +
+	"status: {phase: Succeeded, reason: InstallSucceeded}\n---" +
+	Operator("etcd", etcdCSVRef, etcdCRDRef) + `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: etcd-operator, namespace: NAMESPACE}
+spec:
+  selector: {matchLabels: {name: etcd-operator}}
+  template:
+    metadata: {labels: {name: etcd-operator}}
+    spec: {containers: [{name: etcd-operator, image: quay.io/coreos/etcd-operator:v0.9.4}]}
+status: {replicas: 1, readyReplicas: 1, availableReplicas: 1}
+`
 
 // ShopSubscription is a Subscription to package shop in NAMESPACE, from the community catalog.
 const ShopSubscription = `

@@ -139,8 +139,7 @@ func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
 	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	require.NotNil(t, res.Before, "the pre-image, read right before the write")
 	assert.Equal(t, "configmaps", res.Before.Resource)
-	assert.Equal(t, []string{finalizerA, finalizerB}, res.Before.Object.GetFinalizers())
-	assert.Empty(t, res.Before.Object.GetResourceVersion())
+	assert.Equal(t, []string{finalizerA, finalizerB}, res.Before.Finalizers)
 	assert.Equal(t, []string{finalizerB}, f.finalizers(t, "cm"))
 	patches := f.patches("cm")
 	require.Len(t, patches, 1)
@@ -199,7 +198,7 @@ func TestApplyLosesToAConcurrentUpdate(t *testing.T) {
 	patches := f.patches("cm")
 	require.Len(t, patches, 2, "the first patch lost, the re-planned one won")
 	assert.Equal(t, http.StatusUnprocessableEntity, patches[0].Status, "refused by the server: its test operation failed")
-	assert.Equal(t, []string{finalizerA, finalizerB, finalizerC}, res.Before.Object.GetFinalizers(), "the pre-image is of the object the winning patch changed")
+	assert.Equal(t, []string{finalizerA, finalizerB, finalizerC}, res.Before.Finalizers, "the pre-image is of the object the winning patch changed")
 }
 
 // TestApplyDoesNotWriteOnAStaleView: a controller adds a finalizer between the view and the

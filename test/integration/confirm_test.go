@@ -157,7 +157,8 @@ status: {phase: Succeeded, reason: InstallSucceeded}
 `
 
 // TestConfirmLeftoversMustBeAbandoned: OLM's packageserver, and an operator that runs without a
-// Subscription, are unmanaged, not left behind: with CSVs and CRDs opted in, nothing goes.
+// Subscription (its Deployment available), are unmanaged, not left behind: with CSVs and CRDs
+// opted in, nothing goes.
 func TestConfirmLeftoversMustBeAbandoned(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
 	server := create(t, ns, packageServer)[0]
@@ -175,7 +176,8 @@ func TestConfirmLeftoversMustBeAbandoned(t *testing.T) {
 	f := findingAbout(t, rep, "operator-leftovers", csv)
 	assert.Equal(t, rules.SeverityInfo, f.Severity)
 	assert.Nil(t, f.Action)
-	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs", f.Reason)
+	assert.Contains(t, f.Evidence, "ClusterServiceVersion "+ns+"/etcdoperator.v0.9.4 runs: its Deployments "+ns+"/etcd-operator are available")
 	for _, f := range rep.Findings {
 		if f.Rule == "operator-leftovers" && f.Object.UID == server.GetUID() {
 			assert.Nil(t, f.Action, "OLM's own CSV is never acted on")

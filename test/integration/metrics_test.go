@@ -72,7 +72,7 @@ func wantSeries(t *testing.T, rep *report.Report, group map[string]string) (find
 		}
 		// Each action a rule may take is there, 0 if none was.
 		if acting, ok := rule.(rules.Authorized); ok {
-			for _, action := range acting.ActionTypes() {
+			for _, action := range rules.ActionTypes(acting) {
 				for _, outcome := range []report.Outcome{done, report.OutcomeFailed, report.OutcomeSkipped} {
 					actions[key("rule", rule.Name(), "action", action, "outcome", string(outcome), "reason", "")] = 0
 				}

@@ -1,0 +1,301 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/operator-sweeper/operator-sweeper/report"
+)
+
+// The labels, type and data keys of the Secrets that keep pre-images.
+const (
+	// PreImageLabel marks every Secret of a pre-image, record or body part: what is pruned, and
+	// what the admission policy lets the sweeper create and delete.
+	PreImageLabel = "operator-sweeper.io/pre-image"
+	// RunLabel names the run whose write the Secret is of.
+	RunLabel = "operator-sweeper.io/run"
+	// SecretType is their type.
+	SecretType = "operator-sweeper.io/pre-image"
+	// SecretPrefix starts their names: <prefix><run ID>-<NNNNNN>[-<part>].
+	SecretPrefix = "operator-sweeper-pre-image-"
+	recordKey    = "record.json"
+	bodyKey      = "body"
+	managedBy    = "app.kubernetes.io/managed-by"
+)
+
+// partSize is the most a body part holds: a Secret's data is bounded by 1 MiB, and the rest of the
+// Secret needs room too.
+const partSize = 900 << 10
+
+// secretsResource is the Secrets' resource.
+var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// Secrets keeps a run's records and bodies in immutable Secrets of Namespace, the sweeper's: a
+// record in <prefix><run ID>-<NNNNNN>, its body, gzipped, in as many parts <…>-0, <…>-1 as it needs,
+// each created as it fills, so that a body is never held whole: a CustomResourceDefinition's custom
+// resources are streamed into them page by page.
+type Secrets struct {
+	Client    dynamic.Interface
+	Namespace string
+	RunID     string
+	writes    int
+}
+
+// Body implements Store.
+func (s *Secrets) Body(ctx context.Context, _ string, pre *report.PreImage, write func(*report.BodyWriter) error) error {
+	s.writes++
+	base := fmt.Sprintf("%s%s-%06d", SecretPrefix, s.RunID, s.writes)
+	parts := &partWriter{ctx: ctx, store: s, base: base}
+	body := report.NewBodyWriter(parts)
+	if err := errors.Join(write(body), body.Close(), parts.flush(true)); err != nil {
+		return fmt.Errorf("keep the pre-image in Secrets %s/%s-*: %w", s.Namespace, base, err)
+	}
+	pre.Kept, pre.Parts, pre.SHA256 = "secret:"+s.Namespace+"/"+base, parts.parts, body.Sum()
+	return nil
+}
+
+// Record implements Store: the record of a write goes to its Secret before the write; its outcome
+// is the report's.
+func (s *Secrets) Record(ctx context.Context, rec report.BackupRecord, outcome bool) error {
+	if outcome {
+		return nil
+	}
+	namespace, name, ok := secretOf(rec.Finding.Before)
+	if !ok || namespace != s.Namespace {
+		return fmt.Errorf("the record of %s names no body kept in Secrets of %s", rec.Finding.Object, s.Namespace)
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := s.create(ctx, name, map[string][]byte{recordKey: data}); err != nil {
+		return fmt.Errorf("keep the record of %s in Secret %s/%s: %w", rec.Finding.Object, s.Namespace, name, err)
+	}
+	return nil
+}
+
+// create creates an immutable Secret of the run.
+func (s *Secrets) create(ctx context.Context, name string, data map[string][]byte) error {
+	encoded := map[string]any{}
+	for k, v := range data {
+		encoded[k] = base64.StdEncoding.EncodeToString(v)
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata": map[string]any{
+			"name":      name,
+			"namespace": s.Namespace,
+			"labels":    map[string]any{PreImageLabel: "true", RunLabel: s.RunID, managedBy: "operator-sweeper"},
+		},
+		"type":      SecretType,
+		"immutable": true,
+		"data":      encoded,
+	}}
+	_, err := s.Client.Resource(secretsResource).Namespace(s.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	return err
+}
+
+// partWriter cuts a body into parts of partSize, each kept in a Secret as it fills.
+type partWriter struct {
+	ctx   context.Context
+	store *Secrets
+	base  string
+	buf   bytes.Buffer
+	parts int
+}
+
+func (p *partWriter) Write(b []byte) (int, error) {
+	p.buf.Write(b)
+	for p.buf.Len() >= partSize {
+		if err := p.flush(false); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// flush keeps a full part, or, at the end, what is left (at least one part in all).
+func (p *partWriter) flush(last bool) error {
+	n := min(p.buf.Len(), partSize)
+	if last && n == 0 && p.parts > 0 {
+		return nil
+	}
+	part := slices.Clone(p.buf.Next(n))
+	if err := p.store.create(p.ctx, fmt.Sprintf("%s-%d", p.base, p.parts), map[string][]byte{bodyKey: part}); err != nil {
+		return err
+	}
+	p.parts++
+	return nil
+}
+
+// secretOf is the namespace and name of the record's Secret a pre-image names.
+func secretOf(pre *report.PreImage) (namespace, name string, ok bool) {
+	if pre == nil {
+		return "", "", false
+	}
+	ref, ok := strings.CutPrefix(pre.Kept, "secret:")
+	namespace, name, found := strings.Cut(ref, "/")
+	return namespace, name, ok && found && strings.HasPrefix(name, SecretPrefix) && !strings.Contains(name, "/")
+}
+
+// LoadRun reads the records a run kept in Secrets of namespace.
+func LoadRun(ctx context.Context, client dynamic.Interface, namespace, runID string) ([]report.BackupRecord, error) {
+	list, err := client.Resource(secretsResource).Namespace(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: PreImageLabel + "=true," + RunLabel + "=" + runID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the Secrets of run %s in %s: %w", runID, namespace, err)
+	}
+	var records []report.BackupRecord
+	for _, secret := range list.Items {
+		data, ok, err := secretData(&secret, recordKey)
+		if err != nil || !ok {
+			continue // a body's part
+		}
+		var rec report.BackupRecord
+		if err := json.Unmarshal(data, &rec); err != nil || rec.Kind != report.BackupKind {
+			return nil, fmt.Errorf("the Secret %s/%s is not a %s record: %v", namespace, secret.GetName(), report.BackupKind, err)
+		}
+		records = append(records, rec)
+	}
+	slices.SortFunc(records, func(a, b report.BackupRecord) int {
+		return strings.Compare(a.Finding.Before.Kept, b.Finding.Before.Kept)
+	})
+	return records, nil
+}
+
+// OpenSecrets opens the body a record kept in Secrets names; it reads its parts one at a time.
+func OpenSecrets(ctx context.Context, client dynamic.Interface, pre *report.PreImage) (*Body, error) {
+	namespace, name, ok := secretOf(pre)
+	if !ok || pre.Parts < 1 {
+		return nil, fmt.Errorf("the record names no body kept in Secrets (%q)", pre.Kept)
+	}
+	parts := &partReader{ctx: ctx, client: client.Resource(secretsResource).Namespace(namespace), base: name, parts: pre.Parts}
+	reader, err := report.NewBodyReader(parts, pre.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	return &Body{BodyReader: reader, close: func() error { return nil }}, nil
+}
+
+// partReader reads a body's parts in order, one Secret at a time.
+type partReader struct {
+	ctx         context.Context
+	client      dynamic.ResourceInterface
+	base        string
+	next, parts int
+	current     *bytes.Reader
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	for p.current == nil || p.current.Len() == 0 {
+		if p.next == p.parts {
+			return 0, io.EOF
+		}
+		name := fmt.Sprintf("%s-%d", p.base, p.next)
+		secret, err := p.client.Get(p.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("read the part %d of the pre-image: %w", p.next, err)
+		}
+		data, ok, err := secretData(secret, bodyKey)
+		if err != nil || !ok {
+			return 0, fmt.Errorf("the Secret %s holds no part of a pre-image: %v", name, err)
+		}
+		p.current, p.next = bytes.NewReader(data), p.next+1
+	}
+	return p.current.Read(b)
+}
+
+// secretData decodes a key of a Secret's data.
+func secretData(secret *unstructured.Unstructured, key string) ([]byte, bool, error) {
+	encoded, ok, err := unstructured.NestedString(secret.Object, "data", key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	data, err := base64.StdEncoding.DecodeString(encoded)
+	return data, true, err
+}
+
+// PruneSecrets deletes the Secrets of pre-images in namespace created before cutoff, each with its
+// UID as a precondition.
+func PruneSecrets(ctx context.Context, client dynamic.Interface, namespace string, cutoff time.Time) (removed int, err error) {
+	secrets := client.Resource(secretsResource).Namespace(namespace)
+	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: PreImageLabel + "=true"})
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, secret := range list.Items {
+		if !secret.GetCreationTimestamp().Time.Before(cutoff) {
+			continue
+		}
+		uid := secret.GetUID()
+		err := secrets.Delete(ctx, secret.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case err == nil:
+			removed++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// KeySecret names the Secret in the sweeper's namespace that holds the key it signs its records
+// with; restore verifies them with it.
+const KeySecret = "operator-sweeper-signing-key"
+
+// Key returns the signing key of namespace; with create, it creates it on first use (32 random
+// bytes), and a run that loses the race to create it reads the winner's.
+func Key(ctx context.Context, client dynamic.Interface, namespace string, create bool) ([]byte, error) {
+	secrets := client.Resource(secretsResource).Namespace(namespace)
+	for range 2 {
+		secret, err := secrets.Get(ctx, KeySecret, metav1.GetOptions{})
+		if err == nil {
+			key, ok, err := secretData(secret, "key")
+			if err != nil || !ok || len(key) < 32 {
+				return nil, fmt.Errorf("the Secret %s/%s holds no signing key of 32 bytes or more", namespace, KeySecret)
+			}
+			return key, nil
+		}
+		if !apierrors.IsNotFound(err) || !create {
+			return nil, fmt.Errorf("read the signing key %s/%s: %w", namespace, KeySecret, err)
+		}
+		key := make([]byte, 32)
+		_, _ = rand.Read(key)
+		secret = &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1",
+			"kind":       "Secret",
+			"metadata":   map[string]any{"name": KeySecret, "namespace": namespace, "labels": map[string]any{managedBy: "operator-sweeper"}},
+			"type":       "Opaque",
+			"immutable":  true,
+			"data":       map[string]any{"key": base64.StdEncoding.EncodeToString(key)},
+		}}
+		_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return key, nil
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("create the signing key %s/%s: namespace %s does not exist: create it, or name the sweeper's namespace with --sweeper-namespace", namespace, KeySecret, namespace)
+		case !apierrors.IsAlreadyExists(err):
+			return nil, fmt.Errorf("create the signing key %s/%s: %w", namespace, KeySecret, err)
+		}
+	}
+	return nil, fmt.Errorf("the signing key %s/%s was created and is gone", namespace, KeySecret)
+}

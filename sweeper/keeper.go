@@ -1,0 +1,101 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/operator-sweeper/operator-sweeper/backup"
+	"github.com/operator-sweeper/operator-sweeper/report"
+)
+
+// Keeper keeps what undoing a run's writes needs, signed with the key the sweeper keeps in its
+// namespace: the record of each write and its object's pre-image, in Store.
+type Keeper struct {
+	Store backup.Store
+	// Run is the run's metadata: its cluster's identity and its ID are in every signature.
+	Run report.Metadata
+	// Key returns the signing key; it is asked once, at the first write.
+	Key  func(context.Context) ([]byte, error)
+	key  []byte
+	fail error
+}
+
+// signingKey is the key, asked for once.
+func (k *Keeper) signingKey(ctx context.Context) ([]byte, error) {
+	if k.key == nil && k.fail == nil {
+		k.key, k.fail = k.Key(ctx)
+	}
+	return k.key, k.fail
+}
+
+// Sign signs a finding of the run.
+func (k *Keeper) Sign(ctx context.Context, f *report.FindingResult) error {
+	if k.Run.ClusterUID == "" {
+		return errors.New("the cluster's identity (the UID of namespace kube-system) could not be read: nothing is signed, and no write sent")
+	}
+	key, err := k.signingKey(ctx)
+	if err != nil {
+		return err
+	}
+	f.Signature, err = backup.Sign(key, *f, k.Run.ClusterUID, k.Run.RunID)
+	return err
+}
+
+// record keeps the signed record of a write; with outcome, the record of what became of it.
+func (k *Keeper) record(ctx context.Context, f report.FindingResult, outcome bool) error {
+	if err := k.Sign(ctx, &f); err != nil {
+		return err
+	}
+	rec := report.BackupRecord{APIVersion: report.BackupAPIVersion, Kind: report.BackupKind, Cluster: k.Run.Cluster, ClusterUID: k.Run.ClusterUID,
+		RunID: k.Run.RunID, StartTime: k.Run.StartTime, Finding: f}
+	return k.Store.Record(ctx, rec, outcome)
+}
+
+// eachCustomResource hands fn, page by page, every custom resource of crd, in its storage version
+// if served, else in the first served one, and counts them.
+func eachCustomResource(ctx context.Context, client dynamic.Interface, crd *unstructured.Unstructured, fn func(*unstructured.Unstructured) error) (int, error) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var served []string
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		name, _ := v["name"].(string)
+		if ok, _ := v["served"].(bool); ok {
+			if storage, _ := v["storage"].(bool); storage {
+				served = slices.Insert(served, 0, name)
+			} else {
+				served = append(served, name)
+			}
+		}
+	}
+	if len(served) == 0 {
+		return 0, fmt.Errorf("CustomResourceDefinition %s serves no version: its custom resources cannot be read", crd.GetName())
+	}
+	gvr := schema.GroupVersionResource{Group: group, Version: served[0], Resource: plural}
+	n := 0
+	list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.Resource(gvr).List(ctx, opts)
+	})
+	err := list.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("list %s: got %T", gvr, obj)
+		}
+		n++
+		return fn(u)
+	})
+	if err != nil {
+		return n, fmt.Errorf("list the custom resources of CustomResourceDefinition %s (%s): %w", crd.GetName(), gvr.GroupResource(), err)
+	}
+	return n, nil
+}
