@@ -7,6 +7,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -101,40 +106,74 @@ func sweep(t *testing.T, args ...string) *report.Report {
 	return sweepConfigured(t, nil, args...)
 }
 
-// optIn changes the shipped config as its comments say: rules.<Rule>.delete set to Delete, and
-// Grant added to the ClusterRole.
+// optIn is an opt-in as the shipped manifests say: rules.<Rule>.delete set to Delete in the
+// config, and manifests/components/opt-in-<Rule> on the base (its RBAC, and the switch the
+// admission policy reads in ConfigMap operator-sweeper-opt-ins).
 type optIn struct {
 	Rule   string
 	Delete any
-	Grant  map[string]any
 }
 
-// sweepConfigured is sweep with the shipped config changed by optIn, if not nil.
+// sweepConfigured is sweep opted in by optIn, if not nil. When the test ends, the base is applied
+// again and the component's own objects deleted.
 func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *report.Report {
 	t.Helper()
-	base := deploy.Render(t, "base")
+	objs := deploy.Render(t, "base")
 	if optIn != nil {
-		config := deploy.Find(t, base, "ConfigMap", "operator-sweeper-config")
-		data, _, _ := unstructured.NestedString(config.Object, "data", "config.yaml")
-		var parsed map[string]any
-		require.NoError(t, yaml.Unmarshal([]byte(data), &parsed))
-		require.NoError(t, unstructured.SetNestedField(parsed, optIn.Delete, "rules", optIn.Rule, "delete"))
-		changed, err := yaml.Marshal(parsed)
-		require.NoError(t, err)
-		require.NoError(t, unstructured.SetNestedField(config.Object, string(changed), "data", "config.yaml"))
-		if optIn.Grant != nil {
-			role := deploy.Find(t, base, "ClusterRole", "operator-sweeper")
-			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-			require.NoError(t, unstructured.SetNestedSlice(role.Object, append(rules, optIn.Grant), "rules"))
-		}
+		objs = optedIn(t, optIn)
 	}
-	deploy.Apply(t, testCluster, base, false)
+	deploy.Apply(t, testCluster, objs, false)
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
 	cluster.AgeDebris()
-	all := slices.Concat(deploy.CronJobArgs(t, base), young, []string{"--kubeconfig", kubeconfig}, args)
+	all := slices.Concat(deploy.CronJobArgs(t, objs), young, []string{"--kubeconfig", kubeconfig}, args)
 	rep, stderr, code := sweeperBinary.RunReport(t, all...)
 	require.Equal(t, 0, code, stderr)
 	return rep
+}
+
+// optedIn renders the base with optIn's component and config, and puts the shipped base back
+// when the test ends.
+func optedIn(t *testing.T, optIn *optIn) []*unstructured.Unstructured {
+	t.Helper()
+	// kustomize takes only relative paths to other kustomizations.
+	dir := t.TempDir()
+	relative := func(path ...string) string {
+		abs, err := filepath.Abs(filepath.Join(append([]string{cluster.RepoRoot, "manifests"}, path...)...))
+		require.NoError(t, err)
+		rel, err := filepath.Rel(dir, abs)
+		require.NoError(t, err)
+		return rel
+	}
+	base, component := relative("base"), relative("components", "opt-in-"+optIn.Rule)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"),
+		[]byte(fmt.Sprintf("resources: [%q]\ncomponents: [%q]\n", base, component)), 0o600))
+	objs := deploy.RenderAt(t, dir)
+	config := deploy.Find(t, objs, "ConfigMap", "operator-sweeper-config")
+	data, _, _ := unstructured.NestedString(config.Object, "data", "config.yaml")
+	var parsed map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(data), &parsed))
+	require.NoError(t, unstructured.SetNestedField(parsed, optIn.Delete, "rules", optIn.Rule, "delete"))
+	changed, err := yaml.Marshal(parsed)
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(config.Object, string(changed), "data", "config.yaml"))
+
+	shipped := deploy.Render(t, "base")
+	t.Cleanup(func() {
+		deploy.Apply(t, testCluster, shipped, false)
+		for _, obj := range objs {
+			if slices.ContainsFunc(shipped, func(s *unstructured.Unstructured) bool {
+				return s.GetKind() == obj.GetKind() && s.GetName() == obj.GetName()
+			}) {
+				continue
+			}
+			client, _, err := testCluster.Resource(obj)
+			require.NoError(t, err)
+			if err := client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+				require.NoError(t, err, "delete %s %s", obj.GetKind(), obj.GetName())
+			}
+		}
+	})
+	return objs
 }
 
 // findings returns the report's findings of rule about objects in namespace, or cluster-scoped

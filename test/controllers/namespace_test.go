@@ -102,8 +102,7 @@ func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
 	assert.Contains(t, explained, "  blocked by:\n    APIService v1.packages.operators.coreos.com\n")
 	assert.Contains(t, explained, "with --dry-run=none: Delete, would be skipped (opt-in)")
 
-	rep := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true,
-		Grant: map[string]any{"apiGroups": []any{"apiregistration.k8s.io"}, "resources": []any{"apiservices"}, "verbs": []any{"get", "delete"}}})
+	rep := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true})
 
 	stuck := findingAbout(rep, "stuck-terminating", namespaceObject(ns))
 	require.NotNil(t, stuck, "the namespace is reported")

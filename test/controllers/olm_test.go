@@ -118,8 +118,9 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	assert.Empty(t, actedOn(rep, ns))
 	assert.Len(t, olmRBAC(t, ns), len(rbac), "OLM cleans its own RBAC when it is back")
 
-	// Uninstalled: no Deployment either.
-	uninstallOLM(t)
+	// Uninstalled: no Deployment either. OLM is restored once, when the test ends: StartOLM twice
+	// would leave a second OLM running, which the next test's uninstallOLM would not stop.
+	require.NoError(t, testCluster.UninstallOLM(context.Background()))
 	rep = sweep(t)
 
 	for _, obj := range rbac {
@@ -146,8 +147,8 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 
 // TestF2SubscriptionDeleted: the Subscription is deleted, the operator still runs (OLM v0.28
 // disowns its components, and the garbage collector takes its InstallPlans): the CSV is
-// unmanaged, not left behind, even with CSVs opted in. Once the admin deletes the CSV too, its
-// Operator object is left behind, and deleted, opted in.
+// unmanaged, not left behind, even with CSVs opted in: its Deployment is available. Once the
+// admin deletes the CSV too, its Operator object is left behind, and deleted, opted in.
 func TestF2SubscriptionDeleted(t *testing.T) {
 	setUpOnce(t)
 	ns := testCluster.NewNamespace(t, "f2")
@@ -157,14 +158,15 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 		plans, err := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(plans.Items) == 0
 	})
-	optedIn := &optIn{Rule: "operator-leftovers", Delete: []any{"ClusterServiceVersion.operators.coreos.com", "Operator.operators.coreos.com"},
-		Grant: map[string]any{"apiGroups": []any{"operators.coreos.com"}, "resources": []any{"clusterserviceversions", "operators"}, "verbs": []any{"get", "delete"}}}
+	optedIn := []any{"ClusterServiceVersion.operators.coreos.com", "Operator.operators.coreos.com"}
 
-	rep := sweepConfigured(t, optedIn)
+	rep := sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
 
 	f := findingAbout(rep, "operator-leftovers", csv)
 	require.NotNil(t, f, "the CSV is reported")
-	assert.Equal(t, "unmanaged: no Subscription, but it runs (phase Succeeded)", f.Reason)
+	assert.Equal(t, "unmanaged: no Subscription, but it runs", f.Reason)
+	assert.Contains(t, f.Evidence, "ClusterServiceVersion "+ns+"/"+cluster.DemoCSV+" runs: its Deployments "+ns+"/"+cluster.DemoPackage+" are available",
+		"its Deployment, read live, is the evidence")
 	assert.Nil(t, f.Action)
 	assert.Empty(t, actedOn(rep, ns))
 	assert.NotNil(t, testCluster.Current(t, csv), "a running operator stays")
@@ -176,16 +178,148 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	operator.SetAPIVersion("operators.coreos.com/v1")
 	operator.SetKind("Operator")
 	operator.SetName(cluster.DemoPackage + "." + ns)
-	require.NotNil(t, testCluster.Current(t, operator), "OLM keeps the Operator object")
+	// OLM makes an Operator again on any event of an object with its label: deleted while the
+	// garbage collector still deletes what the CSV owned, it would come back. What may stay is the
+	// CRD, if it keeps the label.
+	waitComponents(t, operator, "the Operator lists no more than the CRD once the garbage collector is done", func(kinds []string) bool {
+		return !slices.ContainsFunc(kinds, func(kind string) bool { return kind != "CustomResourceDefinition" })
+	})
 
-	rep = sweepConfigured(t, optedIn)
+	rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
 
 	f = findingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
 	assert.Nil(t, testCluster.Current(t, operator))
 	time.Sleep(3 * time.Second)
-	assert.Nil(t, testCluster.Current(t, operator), "OLM does not make it again")
+	assert.Nil(t, testCluster.Current(t, operator), "OLM does not make it again while nothing with its label changes")
+}
+
+// TestF2DebrisOLMStopped: the Subscription is deleted, OLM stopped (scaled to 0, so that its
+// csv-cleanup finalizer holds the CSV through both sweeps: uninstalled, orphaned-finalizers would
+// release it in the first), and the CSV deleted. Its phase still says Succeeded, as OLM last wrote,
+// and its Deployment is still available (the garbage collector waits for the CSV to go), but it is
+// being uninstalled: the Operator and the components it lists are left behind and reported; the
+// Operator is deleted once opted in, and nothing else. The CSV itself, being deleted already, is
+// orphaned-finalizers' to report.
+func TestF2DebrisOLMStopped(t *testing.T) {
+	setUpOnce(t)
+	ns := testCluster.NewNamespace(t, "debris")
+	installDemo(t, ns)
+	operator := &unstructured.Unstructured{}
+	operator.SetAPIVersion("operators.coreos.com/v1")
+	operator.SetKind("Operator")
+	operator.SetName(cluster.DemoPackage + "." + ns)
+	// OLM lists the components a while after the CSV succeeded, the Subscription among them.
+	waitComponents(t, operator, "OLM lists the Subscription, the CSV and its Deployment among the Operator's components", func(kinds []string) bool {
+		return slices.Contains(kinds, "Subscription") && slices.Contains(kinds, "ClusterServiceVersion") && slices.Contains(kinds, "Deployment")
+	})
+	require.NoError(t, testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Delete(context.Background(), cluster.DemoPackage, metav1.DeleteOptions{}))
+	eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
+		plans, err := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(plans.Items) == 0
+	})
+	waitComponents(t, operator, "OLM drops the Subscription and its InstallPlans from the Operator's components", func(kinds []string) bool {
+		return !slices.Contains(kinds, "Subscription") && !slices.Contains(kinds, "InstallPlan")
+	})
+
+	uninstallOLM(t)
+	require.NoError(t, testCluster.SetOLMDeployments(context.Background(), 0))
+	csv := deleteCSV(t, ns)
+	require.NotNil(t, csv, "held by %s: OLM is not there to release it", csvCleanup)
+	phase, _, _ := unstructured.NestedString(csv.Object, "status", "phase")
+	require.Equal(t, "Succeeded", phase, "what OLM last wrote")
+	operator = testCluster.Current(t, operator)
+	require.NotNil(t, operator, "OLM keeps the Operator object")
+	components := componentsOf(t, operator)
+	require.True(t, slices.ContainsFunc(components, func(c *unstructured.Unstructured) bool { return c.GetKind() == "Deployment" }),
+		"the operator's Deployment is among the %d components", len(components))
+
+	rep := sweep(t)
+
+	f := findingAbout(rep, "operator-leftovers", operator)
+	require.NotNil(t, f, "the Operator is reported")
+	assert.Equal(t, "subscription deleted; left behind", f.Reason)
+	assert.Contains(t, f.Evidence, "the Operator of package "+cluster.DemoPackage+" in namespace "+ns)
+	assert.Equal(t, report.OutcomeSkipped, f.Outcome)
+	assert.Equal(t, report.ReasonOptIn, f.SkipReason)
+	for _, c := range components {
+		f := findingAbout(rep, "operator-leftovers", c)
+		if c.GetDeletionTimestamp() != nil {
+			assert.Nil(t, f, "%s %s is being deleted: not left behind", c.GetKind(), c.GetName())
+			assert.NotNil(t, findingAbout(rep, "orphaned-finalizers", c), "%s %s: what holds it is reported", c.GetKind(), c.GetName())
+			continue
+		}
+		if assert.NotNil(t, f, "%s %s is reported", c.GetKind(), c.GetName()) {
+			assert.Equal(t, "subscription deleted; left behind", f.Reason, "%s %s", c.GetKind(), c.GetName())
+			assert.Contains(t, f.Evidence, "Operator "+operator.GetName()+" lists it in status.components.refs", "%s %s", c.GetKind(), c.GetName())
+			assert.NotEqual(t, report.OutcomeApplied, f.Outcome, "%s %s", c.GetKind(), c.GetName())
+		}
+	}
+	assert.Empty(t, actedOn(rep, ns))
+	assert.NotNil(t, testCluster.Current(t, operator), "not opted in: kept")
+	for _, c := range components {
+		assert.NotNil(t, testCluster.Current(t, c), "%s %s is kept", c.GetKind(), c.GetName())
+	}
+
+	rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: []any{"Operator.operators.coreos.com"}})
+
+	f = findingAbout(rep, "operator-leftovers", operator)
+	require.NotNil(t, f, "the Operator is reported")
+	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
+	assert.Nil(t, testCluster.Current(t, operator))
+	assert.Empty(t, actedOn(rep, ns), "only the Operator's kind is opted in")
+	for _, c := range components {
+		assert.NotNil(t, testCluster.Current(t, c), "%s %s: its kind is not opted in", c.GetKind(), c.GetName())
+	}
+}
+
+// waitComponents waits until the kinds operator lists in status.components.refs satisfy settled;
+// it logs them as they change.
+func waitComponents(t *testing.T, operator *unstructured.Unstructured, what string, settled func(kinds []string) bool) {
+	t.Helper()
+	var last []string
+	eventually(t, time.Minute, what, func() bool {
+		now := testCluster.Current(t, operator)
+		if now == nil {
+			return false
+		}
+		refs, _, _ := unstructured.NestedSlice(now.Object, "status", "components", "refs")
+		var kinds []string
+		for _, ref := range refs {
+			m, _ := ref.(map[string]any)
+			kind, _ := m["kind"].(string)
+			kinds = append(kinds, kind)
+		}
+		if !slices.Equal(kinds, last) {
+			t.Logf("Operator %s lists %v", operator.GetName(), kinds)
+			last = kinds
+		}
+		return settled(kinds)
+	})
+}
+
+// componentsOf returns the objects operator lists in status.components.refs that exist, as they
+// are now.
+func componentsOf(t *testing.T, operator *unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	refs, _, err := unstructured.NestedSlice(operator.Object, "status", "components", "refs")
+	require.NoError(t, err)
+	var out []*unstructured.Unstructured
+	for _, ref := range refs {
+		m, _ := ref.(map[string]any)
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion(fmt.Sprint(m["apiVersion"]))
+		obj.SetKind(fmt.Sprint(m["kind"]))
+		obj.SetName(fmt.Sprint(m["name"]))
+		if namespace, ok := m["namespace"].(string); ok {
+			obj.SetNamespace(namespace)
+		}
+		if current := testCluster.Current(t, obj); current != nil {
+			out = append(out, current)
+		}
+	}
+	return out
 }
 
 // findingAbout returns the report's finding of rule about obj, by kind and name.

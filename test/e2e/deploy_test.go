@@ -93,12 +93,14 @@ func snapshot(t *testing.T, seeded map[string]cluster.Seeded) map[string]string 
 	return versions
 }
 
+// young are the flags a sweep of the tests' debris needs: it is seconds old, and the shipped
+// thresholds would keep it from being acted on.
+var young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
+
 // TestDeployed deploys the report-only overlay, then the base, on a cluster seeded with every
 // field case, and runs the CronJob's command as the ServiceAccount each time.
 func TestDeployed(t *testing.T) {
 	seeded := fieldCases(t)
-	// The debris is seconds old: the thresholds would keep it from being acted on.
-	young := []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s"}
 
 	reportOnly := deploy.Render(t, "overlays/report-only")
 	deploy.Apply(t, testCluster, reportOnly, false)
@@ -229,13 +231,41 @@ func TestClusterRoleGrantsWhatTheRulesNeed(t *testing.T) {
 	}
 }
 
+// baseObjects are what the base renders, as kind and name: an object added to it, or dropped,
+// is one the overlays and the chart (which renders the same objects) must follow.
+var baseObjects = []string{
+	"Namespace operator-sweeper",
+	"ServiceAccount operator-sweeper",
+	// What it reads and what it acts on; its own state, in its namespace.
+	"ClusterRole operator-sweeper-walk", "ClusterRoleBinding operator-sweeper-walk",
+	"ClusterRole operator-sweeper", "ClusterRoleBinding operator-sweeper",
+	"Role operator-sweeper-state", "RoleBinding operator-sweeper-state",
+	// The fences around its writes, and the opt-ins the second one reads.
+	"ValidatingAdmissionPolicy operator-sweeper-changes-only-finalizers-and-owners",
+	"ValidatingAdmissionPolicyBinding operator-sweeper-changes-only-finalizers-and-owners",
+	"ValidatingAdmissionPolicy operator-sweeper-creates-and-deletes-only-what-a-rule-may",
+	"ValidatingAdmissionPolicyBinding operator-sweeper-creates-and-deletes-only-what-a-rule-may",
+	"ConfigMap operator-sweeper-opt-ins",
+	"ConfigMap operator-sweeper-config",
+	"CronJob operator-sweeper",
+}
+
+// kindsAndNames are objects as "Kind name".
+func kindsAndNames(objs []*unstructured.Unstructured) []string {
+	var names []string
+	for _, obj := range objs {
+		names = append(names, obj.GetKind()+" "+obj.GetName())
+	}
+	return names
+}
+
 // TestOverlaysApplyServerSide: every overlay renders and passes a server-side dry-run apply.
 func TestOverlaysApplyServerSide(t *testing.T) {
 	deploy.Apply(t, testCluster, []*unstructured.Unstructured{deploy.Find(t, deploy.Render(t, "base"), "Namespace", "operator-sweeper")}, false)
 	for _, overlay := range []string{"base", "overlays/report-only", "overlays/pushgateway"} {
 		t.Run(overlay, func(t *testing.T) {
 			objs := deploy.Render(t, overlay)
-			require.Len(t, objs, 10, "namespace, service account, two roles and bindings, the admission policy and binding, config, cron job")
+			assert.ElementsMatch(t, baseObjects, kindsAndNames(objs), "the base's objects, which these overlays only patch")
 			deploy.Apply(t, testCluster, objs, true)
 		})
 	}
@@ -251,7 +281,7 @@ func TestOverlaysApplyServerSide(t *testing.T) {
 func TestBackupOverlay(t *testing.T) {
 	deploy.Apply(t, testCluster, []*unstructured.Unstructured{deploy.Find(t, deploy.Render(t, "base"), "Namespace", "operator-sweeper")}, false)
 	objs := deploy.Render(t, "overlays/backup")
-	require.Len(t, objs, 11, "the base, and the claim")
+	assert.ElementsMatch(t, append(slices.Clone(baseObjects), "PersistentVolumeClaim operator-sweeper-backup"), kindsAndNames(objs), "the base, and the claim")
 	deploy.Apply(t, testCluster, objs, true)
 
 	var cronJob batchv1.CronJob
@@ -335,8 +365,9 @@ func mustAbs(t *testing.T, path string) string {
 }
 
 // TestAdmissionPolicyLimitsTheServiceAccount: with the base applied, the sweeper's ServiceAccount
-// may release a finalizer and change an InstallPlan's ownerReferences, and nothing else, whatever
-// its role grants.
+// may release a finalizer and give an InstallPlan a Subscription as owner, and change nothing
+// else, whatever its role grants. What it may create and delete: see
+// TestAdmissionPolicyFencesCreatesAndDeletes.
 func TestAdmissionPolicyLimitsTheServiceAccount(t *testing.T) {
 	deploy.Apply(t, testCluster, deploy.Render(t, "base"), false)
 	saConfig, _ := deploy.ServiceAccountConfig(t, testCluster)
@@ -353,18 +384,23 @@ spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdope
 `, ns))
 	require.NoError(t, err)
 	csv, plan := created[0], created[1]
-	patch := func(obj *unstructured.Unstructured, patch string) error {
+	patchAs := func(obj *unstructured.Unstructured, patch string, opts metav1.PatchOptions) error {
 		_, gvr, err := testCluster.Resource(obj)
 		require.NoError(t, err)
-		_, err = saClient.Resource(gvr).Namespace(obj.GetNamespace()).Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err = saClient.Resource(gvr).Namespace(obj.GetNamespace()).Patch(context.Background(), obj.GetName(), types.MergePatchType, []byte(patch), opts)
 		return err
+	}
+	patch := func(obj *unstructured.Unstructured, patch string) error {
+		return patchAs(obj, patch, metav1.PatchOptions{})
 	}
 
 	// The policy takes effect once the API server has loaded it. Both probes are valid by the
-	// CRD's schema, so that only the policy can refuse them.
+	// CRD's schema, so that only the policy can refuse them. The probe that waits for it is a dry
+	// run: one that passed before the policy was loaded would leave the label changed, and every
+	// later attempt a change of nothing, which the policy lets through.
 	const onlyFinalizersAndOwners = "operator-sweeper may change only metadata.finalizers and metadata.ownerReferences"
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		err := patch(csv, `{"metadata":{"labels":{"olm.owner":"hijacked"}}}`)
+		err := patchAs(csv, `{"metadata":{"labels":{"olm.owner":"hijacked"}}}`, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		if assert.Error(c, err, "a label change is denied") {
 			assert.Contains(c, err.Error(), onlyFinalizersAndOwners)
 		}
@@ -379,6 +415,9 @@ spec: {approval: Automatic, approved: true, clusterServiceVersionNames: [etcdope
 	err = patch(csv, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"3f1c3c84-0000-4000-8000-000000000003"}]}}`)
 	require.Error(t, err, "a bogus owner, for the garbage collector to delete the CSV by")
 	assert.Contains(t, err.Error(), "operator-sweeper may change the ownerReferences of InstallPlans only")
+	err = patch(plan, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"3f1c3c84-0000-4000-8000-000000000004"}]}}`)
+	require.Error(t, err, "an InstallPlan's bogus owner, though the role may patch InstallPlans")
+	assert.Contains(t, err.Error(), "operator-sweeper may give an InstallPlan only Subscriptions as owners")
 
 	require.NoError(t, patch(plan, `{"metadata":{"ownerReferences":[{"apiVersion":"operators.coreos.com/v1alpha1","kind":"Subscription","name":"etcd","uid":"3f1c3c84-0000-4000-8000-000000000002"}]}}`),
 		"an InstallPlan's ownerReference change passes")

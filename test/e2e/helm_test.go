@@ -217,6 +217,15 @@ func TestChartRendersTheKustomizeManifests(t *testing.T) {
 			return renderOnTop(t, []string{"base"}, []string{"components/notify"}, "")
 		},
 	}, {
+		// Each opt-in switches its key of the one ConfigMap: all three at once show they compose.
+		name:     "opted in",
+		helmArgs: []string{"-f", "ci/opt-ins-values.yaml"},
+		kustomized: func(t *testing.T) []*unstructured.Unstructured {
+			return renderOnTop(t, []string{"base"}, []string{
+				"components/opt-in-dead-apiservices", "components/opt-in-dead-webhooks", "components/opt-in-operator-leftovers",
+			}, "")
+		},
+	}, {
 		// The README's way to walk less with kustomize deletes the walk's binding; the chart drops
 		// the role it binds too.
 		name:     "no walk RBAC",
