@@ -81,7 +81,15 @@ func run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	}
 	opts.Version = version
 
+	stopProfile, err := startProfile(opts.LogOptions)
+	if err != nil {
+		printError(stderr, err)
+		return exitInput
+	}
 	err = cmd.run(ctx, opts, streams{out: stdout, err: stderr})
+	if perr := stopProfile(); perr != nil {
+		fmt.Fprintln(stderr, "warning: --profile:", perr)
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+
+	"github.com/operator-sweeper/operator-sweeper/options"
+)
+
+// startProfile starts the profile --profile asks for, as kubectl's --profile does; the function
+// it returns ends it and writes it to --profile-output.
+func startProfile(o options.LogOptions) (stop func() error, err error) {
+	if o.Profile == "none" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(o.ProfileOutput)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", options.FlagProfileOutput, err)
+	}
+	if o.Profile == "cpu" {
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--%s=cpu: %w", options.FlagProfile, err)
+		}
+		return func() error {
+			pprof.StopCPUProfile()
+			return f.Close()
+		}, nil
+	}
+	return func() error {
+		if o.Profile == "heap" {
+			runtime.GC() // the heap as the run leaves it, not its garbage
+		}
+		return errors.Join(pprof.Lookup(o.Profile).WriteTo(f, 0), f.Close())
+	}, nil
+}
