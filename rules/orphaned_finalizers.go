@@ -114,11 +114,22 @@ type verdict struct {
 }
 
 // planCache caches what one Plan asks of the view for many objects: each controller mapping's
-// status, and the CSVs owning each CRD.
+// status, the CSVs owning each CRD, and the findings themselves: an operator uninstalled leaves
+// thousands of objects of a few kinds on the same finalizers, and their findings differ only in
+// the object and how long it has been terminating.
 type planCache struct {
 	view        *View
 	controllers map[string]controllerStatus // by mapping key
 	crds        *crdIndex                   // built on first use
+	findings    map[findingKey]Finding      // by resource and finalizers
+	since       *sinceTexts
+}
+
+// findingKey is what a finding of orphaned-finalizers depends on, but for its object: the
+// object's resource and finalizers. (A CSV's csv-cleanup depends on the CSV's own RBAC.)
+type findingKey struct {
+	resource   *Resource
+	finalizers string
 }
 
 func newPlanCache(view *View) *planCache {
@@ -149,20 +160,41 @@ func (f *planCache) owningCSVs(crdName string) []string {
 
 // Plan implements Rule.
 func (r OrphanedFinalizers) Plan(_ context.Context, view *View) []Finding {
-	var findings []Finding
+	findings := make([]Finding, 0, view.CountTerminating(r.minAge))
 	cache := newPlanCache(view)
+	cache.findings, cache.since = map[findingKey]Finding{}, newSinceTexts(r.minAge)
 	for obj, age := range view.Terminating(r.minAge) {
+		if f, ok := r.findingOf(cache, obj, age); ok {
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
+
+// findingOf is the finding about obj, if it holds a finding that is not Kubernetes' own: made
+// once for each resource and set of finalizers, then given each object and its age.
+func (r OrphanedFinalizers) findingOf(cache *planCache, obj *Object, age time.Duration) (Finding, bool) {
+	key := findingKey{obj.Resource, strings.Join(obj.Finalizers, ",")}
+	template, known := cache.findings[key]
+	if !known || obj.Resource.GroupResource() == ClusterServiceVersions.GroupResource() {
 		var verdicts []verdict
 		for _, f := range obj.Finalizers {
 			if !BuiltIn(f) {
 				verdicts = append(verdicts, r.decide(cache, obj, f))
 			}
 		}
-		if len(verdicts) > 0 {
-			findings = append(findings, r.finding(obj, age, verdicts))
+		if len(verdicts) == 0 {
+			return Finding{}, false
+		}
+		template = r.finding(verdicts)
+		if obj.Resource.GroupResource() != ClusterServiceVersions.GroupResource() {
+			cache.findings[key] = template
 		}
 	}
-	return findings
+	f := template
+	f.Object = obj.Ref()
+	f.Evidence = append(append(make([]string, 0, 1+len(template.Evidence)), cache.since.of(obj, age)), template.Evidence...)
+	return f, true
 }
 
 func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer string) verdict {
@@ -298,11 +330,10 @@ func olmLabel(obj *Object) (string, bool) {
 	return "", false
 }
 
-func (r OrphanedFinalizers) finding(obj *Object, age time.Duration, verdicts []verdict) Finding {
-	f := Finding{
-		Object:   obj.Ref(),
-		Evidence: []string{terminatingSince(obj, age, r.minAge)},
-	}
+// finding is what the verdicts about an object's finalizers make of it, but for the object and
+// the evidence of how long it has been terminating.
+func (r OrphanedFinalizers) finding(verdicts []verdict) Finding {
+	var f Finding
 	byDecision := map[decision][]verdict{}
 	for _, v := range verdicts {
 		byDecision[v.decision] = append(byDecision[v.decision], v)

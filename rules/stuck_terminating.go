@@ -39,19 +39,17 @@ func (StuckTerminating) Name() string { return StuckTerminatingName }
 
 // Plan implements Rule.
 func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
-	var findings []Finding
+	findings := make([]Finding, 0, view.CountTerminating(r.minAge))
 	var contents map[string]namespaceContents // counted once, on the first stuck namespace
+	texts := newStuckTexts(r.minAge)
 	for obj, age := range view.Terminating(r.minAge) {
 		var blockedBy []ObjectRef
-		waitingOn := "waiting on " + strings.Join(obj.Finalizers, ", ")
-		evidence := []string{terminatingSince(obj, age, r.minAge), "finalizers: " + strings.Join(obj.Finalizers, ", ")}
-		if len(obj.Finalizers) == 0 {
-			waitingOn = "no finalizers"
-			evidence[1] = "no finalizers in metadata"
-		}
+		waitingOn := texts.waitingOn(obj)
+		evidence := []string{texts.since.of(obj, age), waitingOn.evidence}
 		if obj.DeletionGracePeriodSeconds != nil {
-			evidence = append(evidence, fmt.Sprintf("deletionGracePeriodSeconds %d", *obj.DeletionGracePeriodSeconds))
+			evidence = append(evidence, texts.gracePeriod(*obj.DeletionGracePeriodSeconds))
 		}
+		reason := texts.reason(obj, age, waitingOn.reason)
 		if obj.Resource.GroupResource() == Namespaces.GroupResource() {
 			if contents == nil {
 				contents = countNamespaceContents(view)
@@ -61,7 +59,7 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 			if !view.Complete(obj.Name) {
 				atLeast, its = "at least ", ""
 			}
-			waitingOn = fmt.Sprintf("waiting on %s%s%d remaining objects (%d terminating)", its, atLeast, c.objects, c.terminating)
+			reason = fmt.Sprintf("terminating for %s, waiting on %s%s%d remaining objects (%d terminating)", duration.HumanDuration(age), its, atLeast, c.objects, c.terminating)
 			evidence = append(evidence, fmt.Sprintf("%s%d objects remain in the namespace, %d of them terminating", atLeast, c.objects, c.terminating))
 			if atLeast != "" {
 				evidence = append(evidence, "not every resource was listed in the namespace: there may be more")
@@ -73,12 +71,68 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 		findings = append(findings, Finding{
 			Severity:  SeverityInfo,
 			Object:    obj.Ref(),
-			Reason:    fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn),
+			Reason:    reason,
 			Evidence:  evidence,
 			BlockedBy: blockedBy,
 		})
 	}
 	return findings
+}
+
+// stuckTexts makes the texts of stuck objects once for each set of finalizers and each deletion
+// time: thousands of objects an operator left stuck share them.
+type stuckTexts struct {
+	since   *sinceTexts
+	waiting map[string]waitingTexts // by the finalizers, joined
+	grace   map[int64]string
+	reasons map[reasonKey]string
+}
+
+// waitingTexts say what an object waits on: "waiting on <finalizers>" in its reason, and its
+// evidence "finalizers: <finalizers>".
+type waitingTexts struct{ reason, evidence string }
+
+type reasonKey struct {
+	deleted   int64 // Unix seconds
+	waitingOn string
+}
+
+func newStuckTexts(threshold time.Duration) *stuckTexts {
+	return &stuckTexts{since: newSinceTexts(threshold), waiting: map[string]waitingTexts{}, grace: map[int64]string{}, reasons: map[reasonKey]string{}}
+}
+
+// waitingOn says what obj waits on.
+func (t *stuckTexts) waitingOn(obj *Object) waitingTexts {
+	if len(obj.Finalizers) == 0 {
+		return waitingTexts{"no finalizers", "no finalizers in metadata"}
+	}
+	joined := strings.Join(obj.Finalizers, ", ")
+	texts, ok := t.waiting[joined]
+	if !ok {
+		texts = waitingTexts{"waiting on " + joined, "finalizers: " + joined}
+		t.waiting[joined] = texts
+	}
+	return texts
+}
+
+func (t *stuckTexts) gracePeriod(seconds int64) string {
+	text, ok := t.grace[seconds]
+	if !ok {
+		text = fmt.Sprintf("deletionGracePeriodSeconds %d", seconds)
+		t.grace[seconds] = text
+	}
+	return text
+}
+
+// reason is "terminating for <age>, <waitingOn>".
+func (t *stuckTexts) reason(obj *Object, age time.Duration, waitingOn string) string {
+	key := reasonKey{obj.DeletionTimestamp.Unix(), waitingOn}
+	text, ok := t.reasons[key]
+	if !ok {
+		text = fmt.Sprintf("terminating for %s, %s", duration.HumanDuration(age), waitingOn)
+		t.reasons[key] = text
+	}
+	return text
 }
 
 // namespaceConditions are what the namespace controller says keeps a namespace: its conditions
@@ -137,10 +191,27 @@ func (StuckTerminating) ReadsContent() []ContentRequest {
 
 var _ ContentReader = StuckTerminating{}
 
-// terminatingSince is the evidence of how long an object has been terminating.
-func terminatingSince(obj *Object, age, threshold time.Duration) string {
-	return fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
-		obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), threshold)
+// sinceTexts says how long objects have been terminating, once for each deletion timestamp:
+// objects deleted together (a namespace, a DeleteCollection, an operator's uninstall) share it.
+type sinceTexts struct {
+	threshold time.Duration
+	texts     map[int64]string // by deletion time, in Unix seconds
+}
+
+func newSinceTexts(threshold time.Duration) *sinceTexts {
+	return &sinceTexts{threshold: threshold, texts: map[int64]string{}}
+}
+
+// of is the evidence of how long obj, terminating for age, has been.
+func (s *sinceTexts) of(obj *Object, age time.Duration) string {
+	at := obj.DeletionTimestamp.Unix()
+	text, ok := s.texts[at]
+	if !ok {
+		text = fmt.Sprintf("deletionTimestamp %s: terminating for %s (threshold %s)",
+			obj.DeletionTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(age), s.threshold)
+		s.texts[at] = text
+	}
+	return text
 }
 
 type namespaceContents struct {

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -43,11 +46,14 @@ type Engine struct {
 	Progress io.Writer
 }
 
-// plannedFinding is a finding with the rule that made it, which the applier needs to re-plan.
+// plannedFinding is a finding, in the slice its rule returned, with the rule that made it, which
+// the applier needs to re-plan.
 type plannedFinding struct {
-	rules.Finding
+	*rules.Finding
 	rule  rules.Rule
 	order int
+	// resource is the rank of the object's resource by name, which the findings are sorted by.
+	resource int
 }
 
 // Run sweeps once and returns the report. Problems are recorded in the report, never returned.
@@ -160,34 +166,67 @@ func (e *Engine) stageFailed(ctx context.Context, r *report.Report, stage string
 	return r
 }
 
-// plan runs every rule and orders the findings deterministically: by rule (which is the apply
-// order), then resource, namespace and name; findings of one rule about one object keep the
-// rule's order. A rule that panics is reported and the others still run.
+// plan runs every rule, each on a core of its own as far as there are (rules are pure functions of
+// the view, which nothing changes), and orders the findings deterministically: by rule (which is
+// the apply order), then resource, namespace and name; findings of one rule about one object keep
+// the rule's order. A rule that panics is reported and the others still run.
 func (e *Engine) plan(ctx context.Context, view *rules.View, r *report.Report) []plannedFinding {
-	var planned []plannedFinding
+	byRule := make([][]rules.Finding, len(e.Rules))
+	failed := make([]error, len(e.Rules))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, rule := range e.Rules {
-		findings, err := planSafely(ctx, rule, view)
-		if err != nil {
-			e.ruleFailed(ctx, r, rule, err)
-			continue
+		g.Go(func() error {
+			byRule[i], failed[i] = planSafely(ctx, rule, view)
+			return nil
+		})
+	}
+	_ = g.Wait() // each rule's error is its own
+	total := 0
+	for i, rule := range e.Rules {
+		if failed[i] != nil {
+			e.ruleFailed(ctx, r, rule, failed[i])
 		}
-		for _, f := range findings {
-			f.Rule = rule.Name()
-			planned = append(planned, plannedFinding{Finding: f, rule: rule, order: i})
+		total += len(byRule[i])
+	}
+	planned := make([]plannedFinding, 0, total)
+	for i, findings := range byRule {
+		name := e.Rules[i].Name()
+		for j := range findings {
+			findings[j].Rule = name
+			planned = append(planned, plannedFinding{Finding: &findings[j], rule: e.Rules[i], order: i})
 		}
 	}
 	if shard := e.Config.Shard; shard.sharded() {
 		planned = e.keepOwn(planned, shard, r)
 	}
+	rankResources(planned)
 	slices.SortStableFunc(planned, func(a, b plannedFinding) int {
-		return cmp.Or(
-			cmp.Compare(a.order, b.order),
-			cmp.Compare(a.Object.Resource.GroupResource().String(), b.Object.Resource.GroupResource().String()),
-			cmp.Compare(a.Object.Namespace, b.Object.Namespace),
-			cmp.Compare(a.Object.Name, b.Object.Name),
-		)
+		if a.order != b.order || a.resource != b.resource { // cmp.Or would compare the names too
+			return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.resource, b.resource))
+		}
+		return cmp.Or(cmp.Compare(a.Object.Namespace, b.Object.Namespace), cmp.Compare(a.Object.Name, b.Object.Name))
 	})
 	return planned
+}
+
+// rankResources ranks the resources of the findings by their names ("resource.group"), once: a
+// sort of many findings compares them a million times.
+func rankResources(planned []plannedFinding) {
+	names := map[schema.GroupResource]string{}
+	for _, f := range planned {
+		if gr := f.Object.Resource.GroupResource(); names[gr] == "" {
+			names[gr] = gr.String()
+		}
+	}
+	resources := slices.SortedFunc(maps.Keys(names), func(a, b schema.GroupResource) int { return cmp.Compare(names[a], names[b]) })
+	rank := make(map[schema.GroupResource]int, len(resources))
+	for i, gr := range resources {
+		rank[gr] = i
+	}
+	for i := range planned {
+		planned[i].resource = rank[planned[i].Object.Resource.GroupResource()]
+	}
 }
 
 // keepOwn keeps the findings about objects the shard owns, so that every object is reported and
@@ -196,7 +235,7 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, r *report.Report) [
 func (e *Engine) keepOwn(planned []plannedFinding, shard Shard, r *report.Report) []plannedFinding {
 	all := &report.Report{}
 	for _, f := range planned {
-		all.Add(NewFindingResult(f.Finding, Result{}))
+		all.Add(NewFindingResult(*f.Finding, Result{}))
 	}
 	all.CountStuckNamespaces(shard.ownsNamespace)
 	r.Summary.StuckNamespaces = all.Summary.StuckNamespaces
@@ -249,13 +288,15 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	protected := patterns(e.Config.ProtectedNamespaces)
 	done := map[types.UID]bool{} // objects acted on successfully in this run
 	taken, interrupted := 0, 0
+	r.Findings = slices.Grow(r.Findings, len(planned))
+	limited := Skipped(report.ReasonLimit, "--max-actions=%d reached", e.Config.MaxActions) // the same for thousands
 	for _, f := range planned {
 		res, take := e.limit(protected, f, done)
 		if take {
-			res, take = e.vet(view, start, f.Finding)
+			res, take = e.vet(view, start, *f.Finding)
 		}
 		if take && e.Config.MaxActions > 0 && taken >= e.Config.MaxActions {
-			res, take = Skipped(report.ReasonLimit, "--max-actions=%d reached", e.Config.MaxActions), false
+			res, take = limited, false
 		}
 		if take && ctx.Err() != nil {
 			res, take = Skipped(report.ReasonInterrupted, "the run was interrupted (%v) before this action; the next run takes it", context.Cause(ctx)), false
@@ -274,7 +315,7 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		case report.OutcomePlanned, report.OutcomeDryRun, report.OutcomeApplied:
 			done[f.Object.UID] = true
 		}
-		fr := NewFindingResult(f.Finding, res)
+		fr := NewFindingResult(*f.Finding, res)
 		if applier.Keeper != nil && fr.Before != nil && fr.Before.Kept != "" {
 			if err := applier.Keeper.Sign(ctx, &fr); err != nil {
 				e.Logger.WarnContext(ctx, "a finding of the report was not signed: restore will refuse it; its record with the pre-image is signed", "error", err)
@@ -345,7 +386,7 @@ func (e *Engine) act(ctx context.Context, confirmer *Confirmer, applier *Applier
 
 	holds, evidence := confirmer.Confirm(actx, f.Facts)
 	if holds {
-		res = applier.Apply(actx, f.rule, view, f.Finding)
+		res = applier.Apply(actx, f.rule, view, *f.Finding)
 	} else {
 		res = Skipped(report.ReasonStale, "what the action rests on no longer holds, read again right before it")
 	}
