@@ -2,6 +2,7 @@ package options
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ const (
 	FlagOutput         = "output"
 	FlagReportFile     = "report-file"
 	FlagFailOnFindings = "fail-on-findings"
+	FlagNoGroup        = "no-group"
 )
 
 // OutputOptions say how the report is printed and kept, and what findings mean to the exit code.
@@ -27,6 +29,9 @@ type OutputOptions struct {
 	ReportFile string `json:"report-file,omitempty"`
 	// FailOnFindings makes a run with findings exit 3.
 	FailOnFindings bool `json:"fail-on-findings"`
+	// NoGroup shows every finding on a row of its own in the table, Markdown and HTML, which
+	// otherwise show similar findings as one row.
+	NoGroup bool `json:"no-group"`
 }
 
 func defaultOutputOptions() OutputOptions { return OutputOptions{Output: report.Table} }
@@ -36,6 +41,15 @@ func (o *OutputOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP((*string)(&o.Output), FlagOutput, "o", string(o.Output), "Report format: "+formats()+".")
 	fs.StringVar(&o.ReportFile, FlagReportFile, o.ReportFile, "Also write the report as JSON to this file.")
 	fs.BoolVar(&o.FailOnFindings, FlagFailOnFindings, o.FailOnFindings, "Exit 3 when there are findings.")
+	fs.BoolVar(&o.NoGroup, FlagNoGroup, o.NoGroup, "Show every finding on a row of its own in the table, markdown and html, which otherwise show similar findings as one row.")
+}
+
+// Printer is how r is printed: similar findings as one row, unless --no-group.
+func (o *OutputOptions) Printer(r *report.Report) func(io.Writer, report.Format) error {
+	if o.NoGroup {
+		return r.PrintEach
+	}
+	return r.Print
 }
 
 // Validate returns every problem of the group.

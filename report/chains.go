@@ -36,39 +36,41 @@ func (r *Report) chains() chains {
 	return c
 }
 
-// row is a finding of the table, and how deep in its chain it is.
+// row is a finding of the table, how deep in its chain it is, and the object it is below.
 type row struct {
 	finding, depth int
+	parent         types.UID
 }
 
 // rows orders the findings for the table: each chain once, from the object stuck at its top
 // (a Terminating namespace) down to the root causes, the findings of an object together; then
 // the findings in no chain, in report order.
-func (r *Report) rows() []row {
-	c := r.chains()
-	var rows []row
+func (r *Report) rows() []row { return r.rowsOf(r.chains()) }
+
+func (r *Report) rowsOf(c chains) []row {
+	rows := make([]row, 0, len(r.Findings))
 	shown := map[types.UID]bool{}
-	var walk func(uid types.UID, depth int)
-	walk = func(uid types.UID, depth int) {
+	var walk func(uid, parent types.UID, depth int)
+	walk = func(uid, parent types.UID, depth int) {
 		if shown[uid] {
 			return
 		}
 		shown[uid] = true
 		for _, i := range c.findings[uid] {
-			rows = append(rows, row{i, depth})
+			rows = append(rows, row{i, depth, parent})
 		}
 		for _, b := range c.blockers[uid] {
-			walk(b, depth+1)
+			walk(b, uid, depth+1)
 		}
 	}
 	for _, f := range r.Findings {
 		if uid := f.Object.UID; c.blocked[uid] && !c.blocking[uid] {
-			walk(uid, 0)
+			walk(uid, "", 0)
 		}
 	}
 	for i, f := range r.Findings {
 		if !shown[f.Object.UID] {
-			rows = append(rows, row{i, 0})
+			rows = append(rows, row{finding: i})
 		}
 	}
 	return rows
@@ -105,10 +107,13 @@ func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []stri
 
 // CountStuckNamespaces fills Summary.StuckNamespaces with the namespaces counted says to count.
 func (r *Report) CountStuckNamespaces(counted func(namespace string) bool) {
+	if !slices.ContainsFunc(r.Findings, isStuckNamespace) {
+		return // no chain to build over tens of thousands of findings
+	}
 	c := r.chains()
 	counts := map[string]int{}
 	for _, f := range r.Findings {
-		if f.Rule != rules.StuckTerminatingName || f.Object.Kind != rules.Namespaces.Kind || f.Object.APIVersion != "v1" || !counted(f.Object.Name) {
+		if !isStuckNamespace(f) || !counted(f.Object.Name) {
 			continue
 		}
 		causes := c.causes(r, f.Object.UID, map[types.UID]bool{})
@@ -122,6 +127,11 @@ func (r *Report) CountStuckNamespaces(counted func(namespace string) bool) {
 	if len(counts) > 0 {
 		r.Summary.StuckNamespaces = counts
 	}
+}
+
+// isStuckNamespace says whether f is stuck-terminating's about a Namespace.
+func isStuckNamespace(f FindingResult) bool {
+	return f.Rule == rules.StuckTerminatingName && f.Object.Kind == rules.Namespaces.Kind && f.Object.APIVersion == "v1"
 }
 
 // EveryNamespace counts every stuck namespace: a sweep that is not split.

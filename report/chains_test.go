@@ -38,7 +38,7 @@ func TestReportChains(t *testing.T) {
 
 	out.Reset()
 	require.NoError(t, r.Print(&out, report.JSON))
-	assert.Contains(t, out.String(), `"blockedBy": [`)
+	assert.Contains(t, out.String(), `"blockedBy":[`)
 	assert.Contains(t, out.String(), `"stuckNamespaces": {`)
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"crypto/sha256"
@@ -99,12 +100,18 @@ type htmlRow struct {
 type htmlGroup struct {
 	Rule     string
 	Findings []htmlFinding
+	// Total counts the findings, of which Findings show groups of similar ones as one.
+	Total int
 }
 
-// htmlFinding is a finding with what the page shows of it.
+// htmlFinding is a finding with what the page shows of it; or similar findings, the first of
+// which stands for them.
 type htmlFinding struct {
-	ID         string
-	F          FindingResult
+	ID string
+	F  FindingResult
+	// Count is how many findings it shows; Reason their reason (see shownRow).
+	Count      int
+	Reason     string
 	Object     string
 	Namespace  string // data-namespace: the object's, or a Namespace's own name
 	Outcome    string // data-outcome
@@ -128,17 +135,17 @@ type htmlError struct {
 }
 
 // printHTML prints the report as one self-contained HTML page: the header, the summary, the
-// root-cause chains as the table shows them, the findings by rule with filters, and the errors.
-func (r *Report) printHTML(w io.Writer) error {
-	var b bytes.Buffer
-	if err := htmlTemplate.Execute(&b, r.htmlPage()); err != nil {
+// root-cause chains as the table shows them, the findings (or groups of similar ones, as rows
+// says) by rule with filters, and the errors.
+func (r *Report) printHTML(w io.Writer, rows []shownRow) error {
+	out := bufio.NewWriterSize(w, 64<<10)
+	if err := htmlTemplate.Execute(out, r.htmlPage(rows)); err != nil {
 		return fmt.Errorf("render the HTML report: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return out.Flush()
 }
 
-func (r *Report) htmlPage() htmlPage {
+func (r *Report) htmlPage(rows []shownRow) htmlPage {
 	p := htmlPage{
 		Meta:    r.Metadata,
 		Start:   htmlTime(r.Metadata.StartTime),
@@ -157,23 +164,30 @@ func (r *Report) htmlPage() htmlPage {
 		p.Stuck = append(p.Stuck, htmlCount{cause, r.Summary.StuckNamespaces[cause]})
 	}
 
-	// The first finding about each object is where a link to the object goes.
+	// A link to an object goes to the element of its first finding, or of the group that shows it.
 	c := r.chains()
 	anchor := map[types.UID]string{}
-	for uid, findings := range c.findings {
-		anchor[uid] = htmlID(findings[0])
+	for _, rw := range rows {
+		for _, i := range rw.findings {
+			if uid := r.Findings[i].Object.UID; anchor[uid] == "" {
+				anchor[uid] = htmlID(rw.first())
+			}
+		}
 	}
-	rows := r.rows()
 	groups := map[string]int{}
 	namespaces, outcomes := map[string]bool{}, map[string]bool{}
 	for _, rw := range rows {
-		f := r.Findings[rw.finding]
+		f := r.Findings[rw.first()]
 		// A row is part of a chain when it is below the top, or the top has blockers.
 		if rw.depth > 0 || len(c.blockers[f.Object.UID]) > 0 {
-			p.Chains = append(p.Chains, htmlRow{ID: htmlID(rw.finding), Rule: f.Rule, Kind: indent(rw.depth) + f.Object.Kind,
-				Name: f.Object.NamespacedName(), Action: f.Action.TypeName(), Outcome: f.OutcomeText(), Reason: f.Reason, Top: rw.depth == 0})
+			p.Chains = append(p.Chains, htmlRow{ID: htmlID(rw.first()), Rule: f.Rule, Kind: indent(rw.depth) + f.Object.Kind,
+				Name: r.names(rw), Action: f.Action.TypeName(), Outcome: f.OutcomeText(), Reason: rw.reason, Top: rw.depth == 0})
 		}
-		hf := r.htmlFinding(rw.finding, anchor)
+		hf := r.htmlFinding(rw.first(), anchor)
+		hf.Count, hf.Reason = len(rw.findings), rw.reason
+		if hf.Count > 1 {
+			hf.Object = f.Object.Kind + " " + r.names(rw)
+		}
 		g, ok := groups[f.Rule]
 		if !ok {
 			g = len(p.Groups)
@@ -181,10 +195,11 @@ func (r *Report) htmlPage() htmlPage {
 			p.Groups = append(p.Groups, htmlGroup{Rule: f.Rule})
 		}
 		p.Groups[g].Findings = append(p.Groups[g].Findings, hf)
+		p.Groups[g].Total += hf.Count
 		namespaces[hf.Namespace], outcomes[hf.Outcome] = true, true
 	}
 	for _, g := range p.Groups {
-		p.Rules = append(p.Rules, htmlOption{g.Rule, fmt.Sprintf("%s (%d)", g.Rule, len(g.Findings))})
+		p.Rules = append(p.Rules, htmlOption{g.Rule, fmt.Sprintf("%s (%d)", g.Rule, g.Total)})
 	}
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		label := ns

@@ -52,6 +52,16 @@ func htmlReport() *report.Report {
 }
 
 // renderHTML prints r with -o html and parses the page.
+// htmlChains are the rows of the page's chains, as rule | kind | name.
+func htmlChains(t *testing.T, doc *html.Node) []string {
+	t.Helper()
+	var chains []string
+	for _, tr := range htmlFind(htmlByID(t, doc, "chains"), htmlHasClass("chain-row")) {
+		chains = append(chains, strings.Join(htmlCells(tr)[:3], " | "))
+	}
+	return chains
+}
+
 func renderHTML(t *testing.T, r *report.Report) (string, *html.Node) {
 	t.Helper()
 	var out bytes.Buffer
@@ -122,10 +132,6 @@ func TestHTMLReport(t *testing.T) {
 	assert.Equal(t, []string{"dead-apiservices 1", "orphaned-finalizers 1", "unexplained 2"}, stuck)
 
 	// The chains as the table prints them: the findings in no chain are not among them.
-	var chains []string
-	for _, tr := range htmlFind(htmlByID(t, doc, "chains"), htmlHasClass("chain-row")) {
-		chains = append(chains, strings.Join(htmlCells(tr)[:3], " | "))
-	}
 	assert.Equal(t, []string{
 		"stuck-terminating | Namespace | logging",
 		"dead-apiservices | └ APIService | v1.packages.operators.coreos.com",
@@ -133,7 +139,7 @@ func TestHTMLReport(t *testing.T) {
 		"stuck-terminating | └ SyslogNGConfig | logging/s1",
 		"stuck-terminating | Namespace | waiting",
 		"orphaned-finalizers | └ SyslogNGConfig | waiting/s1",
-	}, chains)
+	}, htmlChains(t, doc))
 
 	// One element per finding, under its rule, with the attributes the filters match.
 	findings := htmlFind(doc, htmlHasClass("finding"))

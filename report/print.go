@@ -1,8 +1,8 @@
 package report
 
 import (
+	"bufio"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +13,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Format is how a report is printed.
@@ -33,24 +31,26 @@ const (
 // Formats are every format, as --output takes them.
 func Formats() []Format { return []Format{Table, JSON, YAML, Markdown, HTML} }
 
-// Print writes the report in the given format.
-func (r *Report) Print(w io.Writer, format Format) error {
+// Print writes the report in the given format. The table, Markdown and HTML show similar
+// findings (the same rule, kind, action, outcome and verdict) as one row; JSON and
+// YAML list every finding.
+func (r *Report) Print(w io.Writer, format Format) error { return r.print(w, format, false) }
+
+// PrintEach is Print with every finding a row of its own (--no-group).
+func (r *Report) PrintEach(w io.Writer, format Format) error { return r.print(w, format, true) }
+
+func (r *Report) print(w io.Writer, format Format, each bool) error {
 	switch format {
 	case JSON:
 		return r.printJSON(w)
 	case YAML:
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("encode report as YAML: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
+		return r.printYAML(w)
 	case Markdown:
-		return r.printMarkdown(w)
+		return r.printMarkdown(w, r.shownRows(each))
 	case HTML:
-		return r.printHTML(w)
+		return r.printHTML(w, r.shownRows(each))
 	default:
-		return r.printTable(w)
+		return r.printTable(w, r.shownRows(each))
 	}
 }
 
@@ -82,23 +82,17 @@ func WriteAtomically(file string, write func(io.Writer) error) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-func (r *Report) printJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// printTable prints a kubectl-like table, then one summary line and the errors, if any.
-func (r *Report) printTable(w io.Writer) error {
+// printTable prints a kubectl-like table of rows, then one summary line and the errors, if any.
+func (r *Report) printTable(w io.Writer, rows []shownRow) error {
 	// The same tabwriter settings as kubectl's printers.
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(tw, "No findings.")
 	} else {
 		fmt.Fprintln(tw, "RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
-		for _, row := range r.rows() {
-			f := r.Findings[row.finding]
-			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", f.Rule, indent(row.depth), f.Object.Kind, f.Object.NamespacedName(), f.Action.TypeName(), f.OutcomeText(), f.Reason)
+		for _, row := range rows {
+			f := r.Findings[row.first()]
+			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", f.Rule, indent(row.depth), f.Object.Kind, r.names(row), f.Action.TypeName(), f.OutcomeText(), row.reason)
 		}
 	}
 	if len(r.Errors) > 0 {
@@ -108,7 +102,19 @@ func (r *Report) printTable(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(tw, "\n%s\n", r.SummaryLine())
+	if line := groupedLine(len(r.Findings), rows); line != "" {
+		fmt.Fprintln(tw, line)
+	}
 	return tw.Flush()
+}
+
+// groupedLine says how many findings the rows show, when some show several: "50000 findings in
+// 14 rows of similar findings (--no-group shows each)"; nothing otherwise.
+func groupedLine(findings int, rows []shownRow) string {
+	if len(rows) == findings {
+		return ""
+	}
+	return fmt.Sprintf("%d findings in %d rows of similar findings (--no-group shows each).", findings, len(rows))
 }
 
 // SummaryLine is the report in one line: the counts, the errors, the stuck namespaces, where,
@@ -145,30 +151,36 @@ func indent(depth int) string {
 	return strings.Repeat("  ", depth-1) + "└ "
 }
 
-func (r *Report) printMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Sweep report\n\n%s\n\n", r.SummaryLine())
-	fmt.Fprintf(&b, "| started | ended | version |\n|---|---|---|\n| %s | %s | %s |\n\n",
+func (r *Report) printMarkdown(w io.Writer, rows []shownRow) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# Sweep report\n\n%s\n\n", r.SummaryLine())
+	if line := groupedLine(len(r.Findings), rows); line != "" {
+		fmt.Fprintf(b, "%s\n\n", line)
+	}
+	fmt.Fprintf(b, "| started | ended | version |\n|---|---|---|\n| %s | %s | %s |\n\n",
 		r.Metadata.StartTime.UTC().Format(time.RFC3339), r.Metadata.EndTime.UTC().Format(time.RFC3339), md(r.Metadata.Version))
 	b.WriteString("## Findings\n\n")
 	if len(r.Findings) == 0 {
 		b.WriteString("No findings.\n")
 	} else {
 		b.WriteString("| rule | severity | object | action | outcome | reason | evidence |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range r.rows() {
-			f := r.Findings[row.finding]
-			fmt.Fprintf(&b, "| %s | %s | %s%s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(f.Object.NamespacedName()),
-				md(f.Action.TypeName()), md(f.OutcomeText()), md(f.Reason), md(strings.Join(f.Evidence, "; ")))
+		for _, row := range rows {
+			f := r.Findings[row.first()]
+			evidence := strings.Join(f.Evidence, "; ")
+			if len(row.findings) > 1 {
+				evidence = "of " + f.Object.Name + ": " + evidence
+			}
+			fmt.Fprintf(b, "| %s | %s | %s%s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(r.names(row)),
+				md(f.Action.TypeName()), md(f.OutcomeText()), md(row.reason), md(evidence))
 		}
 	}
 	if len(r.Errors) > 0 {
 		b.WriteString("\n## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n")
 		for _, e := range r.Errors {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.StageText(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", e.StageText(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.Flush()
 }
 
 // OutcomeText is the outcome with its skip or fail reason: "skipped (limit)"; "-" for none.

@@ -61,5 +61,5 @@ func (c *restoreCommand) run(ctx context.Context, o *options.Options, s streams)
 	if err != nil {
 		return err
 	}
-	return finish(o.OutputOptions, r, s.out, r.Print)
+	return finish(o.OutputOptions, r, s.out, o.Printer(r))
 }

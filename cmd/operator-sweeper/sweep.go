@@ -42,5 +42,5 @@ func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) err
 	// The notification and the push have deadlines of their own: a run that ran out of time still
 	// says that it failed.
 	sendToSinks(ctx, o, r, ruleSet, conn.logger)
-	return finish(o.OutputOptions, r, s.out, r.Print)
+	return finish(o.OutputOptions, r, s.out, o.Printer(r))
 }

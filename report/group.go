@@ -1,0 +1,191 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// An operator uninstalled with tens of thousands of custom resources leaves as many findings
+// that say the same thing: the table, Markdown and HTML show them as one row each group, as the
+// API server aggregates similar Events (same source, object kind and reason; the message of the
+// latest). -o json and yaml, and explain, keep every finding; --no-group shows every row.
+
+// shownRow is a row as the table, Markdown and HTML show it: one finding, or a group of similar
+// ones, the first of which stands for them.
+type shownRow struct {
+	depth    int
+	findings []int // in report order
+	// reason is the group's: the first finding's, its age given as the range of the group's.
+	reason string
+}
+
+// first is the finding that stands for the row.
+func (s shownRow) first() int { return s.findings[0] }
+
+// similarity is what findings have in common to be shown as one row: the same rule, kind and
+// place in a chain, the same action, outcome and verdict (the reason but for how long the object
+// has been stuck). Not the namespace: an operator's objects are spread over many, and a row per
+// kind and namespace would be thousands; the row names how many namespaces it spans.
+type similarity struct {
+	parent                           types.UID
+	rule, severity, apiVersion, kind string
+	action, outcome, verdict         string
+}
+
+// shownRows are the rows the table, Markdown and HTML show: each chain once, then the rest, as
+// rows orders them; with each unset, similar findings about objects that keep nothing stuck
+// themselves (the leaves of the chains) are one row, where the first of them stands.
+func (r *Report) shownRows(each bool) []shownRow {
+	c := r.chains()
+	rows := r.rowsOf(c)
+	out := make([]shownRow, 0, len(rows))
+	groups := map[similarity]int{} // the row of each group, in out
+	reasons := reasons{}
+	for _, rw := range rows {
+		f := &r.Findings[rw.finding]
+		if each || len(c.blockers[f.Object.UID]) > 0 {
+			out = append(out, shownRow{depth: rw.depth, findings: []int{rw.finding}, reason: f.Reason})
+			continue
+		}
+		key := similarity{parent: rw.parent, rule: f.Rule, severity: string(f.Severity), apiVersion: f.Object.APIVersion, kind: f.Object.Kind,
+			action: actionText(f.Action), outcome: f.OutcomeText(), verdict: reasons.of(f.Reason).verdict}
+		if i, ok := groups[key]; ok {
+			out[i].findings = append(out[i].findings, rw.finding)
+			continue
+		}
+		groups[key] = len(out)
+		out = append(out, shownRow{depth: rw.depth, findings: []int{rw.finding}})
+	}
+	for i := range out {
+		if out[i].reason == "" {
+			out[i].reason = r.groupReason(out[i].findings, reasons)
+		}
+	}
+	return out
+}
+
+// reason is a reason read for grouping: its verdict (the reason, its ages masked) and its first
+// age, if any.
+type reason struct {
+	verdict string
+	// ageAt is where the first age is (agePattern's match), or nil; age is its value.
+	ageAt []int
+	age   time.Duration
+}
+
+// reasons reads each reason once: tens of thousands of findings share a few.
+type reasons map[string]reason
+
+func (rs reasons) of(text string) reason {
+	r, ok := rs[text]
+	if !ok {
+		r = reason{verdict: agePattern.ReplaceAllString(text, "…"), ageAt: agePattern.FindStringIndex(text)}
+		if r.ageAt != nil {
+			r.age = humanAge(text[r.ageAt[0]:r.ageAt[1]])
+		}
+		rs[text] = r
+	}
+	return r
+}
+
+// actionText is what an action does, to tell actions apart.
+func actionText(a *ActionSummary) string {
+	if a == nil {
+		return ""
+	}
+	text := a.Type + " " + strings.Join(a.Finalizers, ",")
+	for _, ref := range a.AddOwnerReferences {
+		text += " +" + string(ref.UID)
+	}
+	for _, uid := range a.RemoveOwnerReferences {
+		text += " -" + string(uid)
+	}
+	if a.GracePeriodSeconds != nil {
+		text += " grace " + strconv.FormatInt(*a.GracePeriodSeconds, 10)
+	}
+	return text
+}
+
+// agePattern matches an age as a reason gives it (duration.HumanDuration: 45s, 4m52s, 3h, 2d3h,
+// 3y45d), which similar findings do not share.
+var agePattern = regexp.MustCompile(`\b\d+[ydhms](\d+[dhms])?\b`)
+
+// groupReason is the reason a group shows: its findings', which differ at most in the first age
+// they give; then with that age as the range of theirs, "terminating for 5m to 3h, waiting on …".
+func (r *Report) groupReason(findings []int, rs reasons) string {
+	first := r.Findings[findings[0]].Reason
+	loc := rs.of(first).ageAt
+	if loc == nil || len(findings) == 1 {
+		return first
+	}
+	least, most := findings[0], findings[0]
+	leastAge, mostAge := rs.of(first).age, rs.of(first).age
+	for _, i := range findings[1:] {
+		switch age := rs.of(r.Findings[i].Reason).age; {
+		case age < leastAge:
+			least, leastAge = i, age
+		case age > mostAge:
+			most, mostAge = i, age
+		}
+	}
+	if leastAge == mostAge {
+		return first
+	}
+	return first[:loc[0]] + ageText(r.Findings[least].Reason, rs) + " to " + ageText(r.Findings[most].Reason, rs) + first[loc[1]:]
+}
+
+// ageText is the first age a reason gives.
+func ageText(text string, rs reasons) string {
+	at := rs.of(text).ageAt
+	return text[at[0]:at[1]]
+}
+
+// humanAge reads back an age agePattern matched.
+func humanAge(text string) time.Duration {
+	units := map[byte]time.Duration{'y': 365 * 24 * time.Hour, 'd': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute, 's': time.Second}
+	var total time.Duration
+	n := 0
+	for i := range len(text) {
+		if c := text[i]; c >= '0' && c <= '9' {
+			n = n*10 + int(c-'0')
+		} else {
+			total, n = total+time.Duration(n)*units[c], 0
+		}
+	}
+	return total
+}
+
+// names shows the objects of a row: the first few, by namespace/name (the name alone after one of
+// the same namespace), and how many others in how many namespaces: "shop/a, b, c and 997 more",
+// "shop/a, b, dev/c and 997 more in 4 namespaces".
+func (r *Report) names(row shownRow) string {
+	const shown = 3
+	names := make([]string, 0, shown)
+	namespaces := map[string]bool{}
+	previous := ""
+	for k, i := range row.findings {
+		o := r.Findings[i].Object
+		namespaces[o.Namespace] = true
+		if k >= shown {
+			continue
+		}
+		name := o.NamespacedName()
+		if k > 0 && o.Namespace == previous {
+			name = o.Name
+		}
+		names, previous = append(names, name), o.Namespace
+	}
+	text := strings.Join(names, ", ")
+	if more := len(row.findings) - shown; more > 0 {
+		text += fmt.Sprintf(" and %d more", more)
+	}
+	if len(namespaces) > 1 && len(row.findings) > shown {
+		text += fmt.Sprintf(" in %d namespaces", len(namespaces))
+	}
+	return text
+}
