@@ -51,6 +51,9 @@ type config struct {
 	floor         floorSpec
 	// sweepArgs, if any, are flags for a second sweep, measured next to the one with defaults.
 	sweepArgs []string
+	// hold seeds the scales and keeps the cluster running, measuring nothing, until interrupted:
+	// for a profile (--profile) or a look at it by hand.
+	hold bool
 }
 
 // floorSpec is how the floor lists: hack/bench/floor's flags.
@@ -89,6 +92,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.floor.concurrency, "floor-concurrency", 8, "lists in parallel in the floor (operator-sweeper's default --concurrency)")
 	fs.Float64Var(&c.floor.qps, "floor-qps", 1000, "client QPS (and burst) of the floor")
 	fs.Int64Var(&c.floor.pageSize, "floor-page-size", 500, "page size of the floor's lists")
+	fs.BoolVar(&c.hold, "hold", false, "seed the scales, then keep the cluster running and print its kubeconfig, measuring nothing, until interrupted (for operator-sweeper --profile)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -115,7 +119,7 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	results, env, err := measureAll(ctx, cfg)
-	if err != nil {
+	if err != nil || cfg.hold {
 		return err
 	}
 	doc := render(cfg, env, results)

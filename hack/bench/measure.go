@@ -31,6 +31,8 @@ type sample struct {
 	maxRSS int64
 	// objects is what the run saw: the floor's count, the sweep's summary.scanned; 0 for kubectl.
 	objects int
+	// findings is what a sweep with -o json reported; lines, what one with -o table printed.
+	findings, lines int
 	// invocations is how many processes the kubectl script ran.
 	invocations int
 }
@@ -133,6 +135,9 @@ func (b *bench) measureScales(ctx context.Context, env *environment) ([]result, 
 			return nil, err
 		}
 		env.seedTimes = append(env.seedTimes, time.Since(start))
+		if b.cfg.hold {
+			continue
+		}
 		if len(env.loads) == 0 {
 			env.loads = append(env.loads, loadavg())
 		}
@@ -145,6 +150,11 @@ func (b *bench) measureScales(ctx context.Context, env *environment) ([]result, 
 			rs[i].scale, rs[i].objects = scale, b.cfg.seed.objects(scale)
 		}
 		results = append(results, rs...)
+	}
+	if b.cfg.hold {
+		logf("seeded %d objects; holding the cluster until interrupted: --kubeconfig %s", b.cfg.seed.objects(b.cfg.scales[len(b.cfg.scales)-1]), b.kubeconfig)
+		<-ctx.Done()
+		return nil, nil
 	}
 	env.loads = append(env.loads, loadavg())
 	return results, nil
@@ -163,11 +173,26 @@ func newProbe(ctx context.Context, c *cluster.Cluster) (*probe, error) {
 	return p, p.calibrate(ctx)
 }
 
-// measurements are what runs at a scale: the floor, the sweep and, at the scales asked, kubectl.
+// stuckArgs make every Terminating object stuck, past --min-terminating-age, as in a cluster an
+// operator was uninstalled from a while ago: each is a finding of stuck-terminating and of
+// orphaned-finalizers.
+var stuckArgs = []string{"--min-terminating-age=0s"}
+
+// The sweeps measured: the quiet path (the objects deleted seconds ago are not stuck yet), and
+// the stuck one as JSON and as the table an admin reads.
+const (
+	quietSweep      = "sweep"
+	stuckSweep      = "sweep, stuck"
+	stuckTableSweep = "sweep, stuck, table"
+)
+
+// measurements are what runs at a scale: the floor, the sweeps and, at the scales asked, kubectl.
 func (b *bench) measurements(scale float64) []measurement {
-	ms := []measurement{b.floorMeasurement(), b.sweepMeasurement("sweep", nil)}
+	stuck := 2 * b.cfg.seed.terminating(scale)
+	ms := []measurement{b.floorMeasurement(), b.sweepMeasurement(quietSweep, nil, "json", 0),
+		b.sweepMeasurement(stuckSweep, stuckArgs, "json", stuck), b.sweepMeasurement(stuckTableSweep, stuckArgs, "table", stuck)}
 	if len(b.cfg.sweepArgs) > 0 {
-		ms = append(ms, b.sweepMeasurement(sweepVariant(b.cfg.sweepArgs), b.cfg.sweepArgs))
+		ms = append(ms, b.sweepMeasurement(sweepVariant(b.cfg.sweepArgs), b.cfg.sweepArgs, "json", 0))
 	}
 	if slices.Contains(b.cfg.kubectlScales, scale) {
 		ms = append(ms, b.kubectlMeasurement())
@@ -296,11 +321,12 @@ func (b *bench) floorMeasurement() measurement {
 // sweepVariant names the sweep with extra flags.
 func sweepVariant(args []string) string { return "sweep " + strings.Join(args, " ") }
 
-// sweepMeasurement is the operator-sweeper binary with its defaults and extra, the report as JSON
-// to a file.
-func (b *bench) sweepMeasurement(name string, extra []string) measurement {
+// sweepMeasurement is the operator-sweeper binary with its defaults and extra, the report in
+// format (json or table) to a file. A JSON report must list at least findings findings, each
+// counted in its summary.
+func (b *bench) sweepMeasurement(name string, extra []string, format string, findings int) measurement {
 	return measurement{name: name, command: func(dir string) (*exec.Cmd, func(*sample) error, error) {
-		report := filepath.Join(dir, "report.json")
+		report := filepath.Join(dir, "report."+format)
 		out, err := os.Create(report)
 		if err != nil {
 			return nil, nil, err
@@ -310,19 +336,24 @@ func (b *bench) sweepMeasurement(name string, extra []string) measurement {
 			out.Close()
 			return nil, nil, err
 		}
-		cmd := exec.Command(b.cfg.sweeper, append([]string{"--kubeconfig", b.kubeconfig, "-o", "json"}, extra...)...)
+		cmd := exec.Command(b.cfg.sweeper, append([]string{"--kubeconfig", b.kubeconfig, "-o", format}, extra...)...)
 		cmd.Stdout, cmd.Stderr = out, stderr
 		return cmd, func(s *sample) error {
-			var r struct {
-				Summary struct {
-					Scanned    int  `json:"scanned"`
-					Incomplete bool `json:"incomplete"`
-				} `json:"summary"`
-				Errors []json.RawMessage `json:"errors"`
-			}
 			data, err := os.ReadFile(report)
 			if err != nil {
 				return err
+			}
+			if format == "table" {
+				return readTable(data, s)
+			}
+			var r struct {
+				Summary struct {
+					Scanned    int  `json:"scanned"`
+					Findings   int  `json:"findings"`
+					Incomplete bool `json:"incomplete"`
+				} `json:"summary"`
+				Findings []json.RawMessage `json:"findings"`
+				Errors   []json.RawMessage `json:"errors"`
 			}
 			if err := json.Unmarshal(data, &r); err != nil {
 				return fmt.Errorf("the sweep's report: %w", err)
@@ -330,10 +361,28 @@ func (b *bench) sweepMeasurement(name string, extra []string) measurement {
 			if r.Summary.Incomplete || len(r.Errors) > 0 {
 				return fmt.Errorf("the sweep was incomplete: %d errors", len(r.Errors))
 			}
-			s.objects = r.Summary.Scanned
+			if len(r.Findings) != r.Summary.Findings || len(r.Findings) < findings {
+				return fmt.Errorf("the report lists %d findings and counts %d, of at least %d: one of each rule per object stuck", len(r.Findings), r.Summary.Findings, findings)
+			}
+			s.objects, s.findings = r.Summary.Scanned, len(r.Findings)
 			return nil
 		}, nil
 	}}
+}
+
+// readTable reads what a sweep printed as a table: how many lines, and, from its summary line,
+// how many objects it scanned.
+func readTable(data []byte, s *sample) error {
+	s.lines = bytes.Count(data, []byte("\n"))
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if _, after, ok := strings.Cut(line, " in "); ok && strings.Contains(line, " findings (") {
+			if _, err := fmt.Sscan(after, &s.objects); err != nil {
+				return fmt.Errorf("the table's summary line %q: %w", line, err)
+			}
+			return nil
+		}
+	}
+	return errors.New("the table has no summary line")
 }
 
 // kubectlScript is what admins run to dump a cluster: every listable resource, one kubectl after

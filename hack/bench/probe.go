@@ -139,9 +139,17 @@ func (p *probe) calibrate(ctx context.Context) error {
 	return nil
 }
 
-// settle waits until the API server idles (under 5% of a core over a second), at most a
-// minute, so that what seeding or the previous run left it to do is not counted against the next.
+// settle has the API server collect its garbage, then waits until it idles (under 5% of a core
+// over a second), at most a minute. Without the collection, the API server's own garbage
+// collector, a second or more of CPU time over its heap of every object, runs in whichever
+// measurement reaches its threshold: every few runs, and, with the runs interleaved in a fixed
+// rotation, always in the same one.
 func (p *probe) settle(ctx context.Context) error {
+	// net/http/pprof's heap profile runs a garbage collection first when asked (gc=1); the
+	// API server serves it to an admin (--profiling, on by default).
+	if err := p.metrics.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("have the API server collect its garbage (/debug/pprof/heap?gc=1): %w", err)
+	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		before, err := p.cpu()

@@ -89,7 +89,7 @@ func firstLine(cmd *exec.Cmd) string {
 	return line
 }
 
-// Targets of issue 15.
+// Targets of issue 15 (the quiet path), and of issue 23 (the stuck one).
 const (
 	maxSweepTimeOverFloor  = 1.3
 	maxSweepRSSMiB         = 150
@@ -98,7 +98,17 @@ const (
 	mib                    = 1 << 20
 	rssTargetScale         = 1.0 // 55,000 objects
 	growthBase, growthNext = 1.0, 2.0
+	// The quiet path no worse than before issue 23.
+	maxQuietTimeOverFloor = 1.15
+	maxQuietRSSMiB        = 80
+	// The stuck path: as close to the floor as the quiet one, in memory bounded by findings.
+	maxStuckTimeOverFloor = 1.3
+	maxStuckTableLines    = 400
 )
+
+// maxStuckRSSMiB is the peak RSS a stuck sweep may take at a scale: 150 MiB at 55,000 objects,
+// 256 MiB at 110,000.
+var maxStuckRSSMiB = map[float64]float64{1: 150, 2: 256}
 
 // targetScales are those the time and CPU targets are set at: 55,000 and 110,000 objects.
 var targetScales = []float64{1, 2}
@@ -136,9 +146,11 @@ func writeSeed(b *strings.Builder, cfg config, env environment) {
 }
 
 func writeMethod(b *strings.Builder, cfg config) {
-	fmt.Fprintf(b, "How each figure is measured (best of %d runs, interleaved in a rotating order; each figure is its own best; every run starts once the API server idles):\n\n", cfg.reps)
+	fmt.Fprintf(b, "How each figure is measured (best of %d runs, interleaved in a rotating order; each figure is its own best; every run starts once the API server has collected its garbage (`/debug/pprof/heap?gc=1`) and idles: its own collector, over a heap of every object, would otherwise fall in whichever run reaches its threshold):\n\n", cfg.reps)
 	fmt.Fprintf(b, "- **floor**: `hack/bench/floor`, a program of its own: discovery, then client-go's metadata client lists every listable resource, %d at a time, pages of %d, QPS and burst %g; it counts objects and keeps nothing.\n", cfg.floor.concurrency, cfg.floor.pageSize, cfg.floor.qps)
-	b.WriteString("- **sweep**: `bin/operator-sweeper --kubeconfig … -o json` with every other flag at its default (every enabled rule, dry run), the report to a file.\n")
+	b.WriteString("- **sweep**: `bin/operator-sweeper --kubeconfig … -o json` with every other flag at its default (every enabled rule, dry run), the report to a file: the quiet path, as the objects deleted seconds before are not stuck yet.\n")
+	fmt.Fprintf(b, "- **%s**: the same with `%s`: every Terminating object is stuck, a finding of stuck-terminating and one of orphaned-finalizers, as in a cluster an operator was uninstalled from; the report must list every one.\n", stuckSweep, strings.Join(stuckArgs, " "))
+	fmt.Fprintf(b, "- **%s**: the same with `-o table`, which shows similar findings as one row; its lines are counted.\n", stuckTableSweep)
 	if len(cfg.sweepArgs) > 0 {
 		fmt.Fprintf(b, "- **%s**: the same with `%s`.\n", sweepVariant(cfg.sweepArgs), strings.Join(cfg.sweepArgs, " "))
 	}
@@ -158,8 +170,8 @@ func scalesText(scales []float64) string {
 }
 
 func writeTable(b *strings.Builder, results []result) {
-	b.WriteString("| scale | objects seeded | run | objects listed | wall | requests | API server CPU | peak RSS | wall ÷ floor | API server CPU ÷ floor |\n")
-	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| scale | objects seeded | run | objects listed | findings | wall | requests | API server CPU | peak RSS | wall ÷ floor | API server CPU ÷ floor |\n")
+	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		f, _ := find(results, r.scale, "floor")
 		listed, requests := "–", fmt.Sprint(r.best.requests)
@@ -172,8 +184,15 @@ func writeTable(b *strings.Builder, results []result) {
 		default: // the sweeps
 			listed = count(r.best.objects)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %.2f s | %s | %.2f s | %d MiB | %s | %s |\n",
-			scaleText(r.scale), count(r.objects), r.measurement, listed, r.best.wall.Seconds(), requests,
+		findings := "–"
+		switch {
+		case r.best.lines > 0:
+			findings = fmt.Sprintf("(%s lines)", count(r.best.lines))
+		case r.measurement != "floor" && r.measurement != "kubectl":
+			findings = count(r.best.findings)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.2f s | %s | %.2f s | %d MiB | %s | %s |\n",
+			scaleText(r.scale), count(r.objects), r.measurement, listed, findings, r.best.wall.Seconds(), requests,
 			r.best.apiserverCPU.Seconds(), r.best.maxRSS/mib,
 			ratio(r.best.wall, f.best.wall), ratio(r.best.apiserverCPU, f.best.apiserverCPU))
 	}
@@ -227,6 +246,41 @@ func targets(results []result) []string {
 	if ok1 && ok2 {
 		out = append(out, check(fmt.Sprintf("sweep time at %s objects ≤ %.1f× that at %s", count(next.objects), maxTimeGrowthAt2x, count(base.objects)),
 			float64(next.best.wall)/float64(base.best.wall), maxTimeGrowthAt2x, "×"))
+	}
+	return append(out, stuckTargets(results)...)
+}
+
+// stuckTargets are the PASS/FAIL lines of issue 23: the stuck sweeps, as JSON and as a table, in
+// time and memory, the table's length, and the quiet path no worse than before.
+func stuckTargets(results []result) []string {
+	var out []string
+	if quiet, ok := find(results, rssTargetScale, quietSweep); ok {
+		floor, _ := find(results, rssTargetScale, "floor")
+		out = append(out,
+			check(fmt.Sprintf("quiet sweep time ≤ %.2f× the floor at %s objects", maxQuietTimeOverFloor, count(quiet.objects)),
+				float64(quiet.best.wall)/float64(floor.best.wall), maxQuietTimeOverFloor, "×"),
+			check(fmt.Sprintf("peak RSS of the quiet sweep ≤ %d MiB at %s objects", maxQuietRSSMiB, count(quiet.objects)),
+				float64(quiet.best.maxRSS)/mib, maxQuietRSSMiB, " MiB"))
+	}
+	for _, scale := range targetScales {
+		floor, ok := find(results, scale, "floor")
+		if !ok {
+			continue
+		}
+		for _, name := range []string{stuckSweep, stuckTableSweep} {
+			stuck, ok := find(results, scale, name)
+			if !ok {
+				continue
+			}
+			json, _ := find(results, scale, stuckSweep)
+			what := fmt.Sprintf("%s at %s objects with %s findings", name, count(stuck.objects), count(json.best.findings))
+			out = append(out,
+				check(fmt.Sprintf("time of the %s ≤ %.1f× the floor", what, maxStuckTimeOverFloor), float64(stuck.best.wall)/float64(floor.best.wall), maxStuckTimeOverFloor, "×"),
+				check(fmt.Sprintf("peak RSS of the %s ≤ %.0f MiB", what, maxStuckRSSMiB[scale]), float64(stuck.best.maxRSS)/mib, maxStuckRSSMiB[scale], " MiB"))
+			if name == stuckTableSweep {
+				out = append(out, check(fmt.Sprintf("lines of the %s ≤ %d", what, maxStuckTableLines), float64(stuck.best.lines), maxStuckTableLines, ""))
+			}
+		}
 	}
 	return out
 }

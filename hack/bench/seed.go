@@ -35,6 +35,10 @@ func (s seedSpec) perCRD(scale float64) int { return int(scale * float64(s.objec
 // podsAt is how many pods scale units of scale hold.
 func (s seedSpec) podsAt(scale float64) int { return int(scale * float64(s.pods)) }
 
+// terminating is how many of the custom objects scale units of scale hold are Terminating: every
+// other one.
+func (s seedSpec) terminating(scale float64) int { return s.crds * ((s.perCRD(scale) + 1) / 2) }
+
 // objects is how many objects, custom objects and pods, scale units of scale hold.
 func (s seedSpec) objects(scale float64) int { return s.crds*s.perCRD(scale) + s.podsAt(scale) }
 
