@@ -164,7 +164,10 @@ func humanAge(text string) time.Duration {
 // the same namespace), and how many others in how many namespaces: "shop/a, b, c and 997 more",
 // "shop/a, b, dev/c and 997 more in 4 namespaces".
 func (r *Report) names(row shownRow) string {
-	const shown = 3
+	shown := 3
+	if len(row.findings) == shown+1 {
+		shown++ // a name is no longer than "and 1 more"
+	}
 	names := make([]string, 0, shown)
 	namespaces := map[string]bool{}
 	previous := ""
