@@ -138,4 +138,11 @@ func TestGroupsSpanNamespaces(t *testing.T) {
 	require.NoError(t, r.Print(&out, report.Table))
 	lines := strings.Split(out.String(), "\n")
 	assert.Equal(t, []string{"stuck-terminating | Widget | a/w-0, w-1, b/w-2 and 2 more in 3 namespaces | - | - | terminating for 1h, waiting on f"}, trimmed(lines[1:2], 6))
+
+	r.Findings = r.Findings[:4]
+	out.Reset()
+	require.NoError(t, r.Print(&out, report.Table))
+	lines = strings.Split(out.String(), "\n")
+	assert.Equal(t, []string{"stuck-terminating | Widget | a/w-0, w-1, b/w-2, c/w-3 | - | - | terminating for 1h, waiting on f"}, trimmed(lines[1:2], 6),
+		"four are named, rather than three and 1 more")
 }
