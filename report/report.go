@@ -118,6 +118,9 @@ const (
 	// ReasonBackup: the pre-image could not be kept (in Secrets of the sweeper's namespace, or in
 	// --backup-dir), so the write was not sent.
 	ReasonBackup Reason = "backup"
+	// ReasonStayed: the object was deleted, but still there when preflight --drain stopped
+	// waiting for it to go: what should have finalized it did not.
+	ReasonStayed Reason = "stayed"
 )
 
 // Report is what one run found and did. Its JSON form is the contract with whoever reads it:
@@ -259,6 +262,29 @@ func (s *Summary) count(f FindingResult) {
 		s.Failed++
 	case f.Outcome == OutcomeSkipped:
 		s.Skipped++
+	}
+}
+
+// MarkStayed records that the object of the finding with uid, deleted, was still there when the
+// command stopped waiting for it: the action failed (stayed), message says why; the summary is
+// counted again. It reports whether a finding had that object.
+func (r *Report) MarkStayed(uid types.UID, message string) bool {
+	i := slices.IndexFunc(r.Findings, func(f FindingResult) bool { return f.Object.UID == uid && f.Action != nil })
+	if i < 0 {
+		return false
+	}
+	f := &r.Findings[i]
+	f.Outcome, f.FailReason, f.SkipReason, f.Error = OutcomeFailed, ReasonStayed, "", message
+	r.recount()
+	return true
+}
+
+// recount counts the findings and their outcomes again.
+func (r *Report) recount() {
+	s := &r.Summary
+	s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped = 0, 0, 0, 0, 0
+	for _, f := range r.Findings {
+		s.count(f)
 	}
 }
 

@@ -28,9 +28,9 @@ type trust struct {
 }
 
 // declared are the rules that write, by name, built with their defaults: what a rule may write
-// does not depend on its config.
+// does not depend on its config. Preflight's drain, which no sweep runs, is one of them.
 func declared() map[string]rules.Authorized {
-	out := map[string]rules.Authorized{}
+	out := map[string]rules.Authorized{rules.PreflightName: rules.Preflight{}}
 	for _, reg := range rules.Registry() {
 		rule, err := reg.New(nil, rules.Settings{})
 		if authorized, ok := rule.(rules.Authorized); ok && err == nil {
