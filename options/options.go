@@ -69,6 +69,8 @@ type Options struct {
 	OutputOptions `json:",inline"`
 	PushOptions   `json:",inline"`
 	NotifyOptions `json:",inline"`
+	// DrainOptions are preflight's alone.
+	DrainOptions `json:",inline"`
 }
 
 // Default returns the options of a run without flags or config file.
@@ -84,6 +86,7 @@ func Default() Options {
 		OutputOptions: defaultOutputOptions(),
 		PushOptions:   defaultPushOptions(),
 		NotifyOptions: defaultNotifyOptions(),
+		DrainOptions:  defaultDrainOptions(),
 	}
 }
 

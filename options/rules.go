@@ -90,17 +90,9 @@ func (o *RuleOptions) Validate() []error {
 // state of what they read. The error names every problem.
 func (o *RuleOptions) RuleSet(minAge time.Duration) ([]rules.Rule, error) {
 	enabled, err := o.enabledRules()
-	mappings, merr := rules.NewFinalizerMappings(o.Finalizers)
-	if err := errors.Join(err, sweeper.Prefixed("config: ", merr)); err != nil {
+	settings, serr := o.Settings(minAge)
+	if err := errors.Join(err, serr); err != nil {
 		return nil, err
-	}
-	settings := rules.Settings{
-		MinTerminatingAge:      o.MinTerminatingAge.Duration,
-		CatalogPodSlack:        o.CatalogPodSlack.Duration,
-		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
-		MinAge:                 minAge,
-		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
-		Finalizers:             mappings,
 	}
 	var set []rules.Rule
 	var errs []error
@@ -116,6 +108,22 @@ func (o *RuleOptions) RuleSet(minAge time.Duration) ([]rules.Rule, error) {
 		set = append(set, rule)
 	}
 	return set, errors.Join(errs...)
+}
+
+// Settings are what every rule is told: the group's values, the finalizer mappings, and minAge.
+func (o *RuleOptions) Settings(minAge time.Duration) (rules.Settings, error) {
+	mappings, err := rules.NewFinalizerMappings(o.Finalizers)
+	if err != nil {
+		return rules.Settings{}, sweeper.Prefixed("config: ", err)
+	}
+	return rules.Settings{
+		MinTerminatingAge:      o.MinTerminatingAge.Duration,
+		CatalogPodSlack:        o.CatalogPodSlack.Duration,
+		NodeNotReadyFor:        o.NodeNotReadyFor.Duration,
+		MinAge:                 minAge,
+		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
+		Finalizers:             mappings,
+	}, nil
 }
 
 // enabledRules applies --rules to what the config file enables: "*" keeps every rule the config

@@ -31,7 +31,9 @@ type command interface {
 }
 
 // commands are every command, the sweep first.
-func commands() []command { return []command{&sweepCommand{}, &explainCommand{}, &restoreCommand{}} }
+func commands() []command {
+	return []command{&sweepCommand{}, &explainCommand{}, &preflightCommand{}, &restoreCommand{}}
+}
 
 // usage is every command's usage line.
 func usage(binary string) string {
@@ -157,7 +159,11 @@ func notItsFlag(cmd command, err error) error {
 	if shorthand {
 		flag = "-" + name
 	}
-	return fmt.Errorf("%s does not take %s: it is a flag of %s", commandTitle(cmd), flag, strings.Join(takers, " and "))
+	who := takers[len(takers)-1]
+	if len(takers) > 1 {
+		who = strings.Join(takers[:len(takers)-1], ", ") + " and " + who
+	}
+	return fmt.Errorf("%s does not take %s: it is a flag of %s", commandTitle(cmd), flag, who)
 }
 
 // commandTitle names a command in a message.

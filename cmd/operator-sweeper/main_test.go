@@ -185,14 +185,17 @@ func TestEachCommandTakesOnlyItsFlags(t *testing.T) {
 		{[]string{"restore", "--from", "r.json", "--pushgateway-url=http://pg:9091"}, "restore does not take --pushgateway-url: it is a flag of the sweep"},
 		{[]string{"restore", "--from", "r.json", "--rules=olm-rbac"}, "restore does not take --rules: it is a flag of the sweep and explain"},
 		{[]string{"restore", "--from", "r.json", "--max-actions=3"}, "restore does not take --max-actions: it is a flag of the sweep and explain"},
-		{[]string{"restore", "--from", "r.json", "-n", "shop"}, "restore does not take -n: it is a flag of explain"},
-		{[]string{"explain", "ns/a", "--dry-run=none"}, "explain does not take --dry-run: it is a flag of the sweep and restore"},
-		{[]string{"explain", "ns/a", "--backup-dir=/backup"}, "explain does not take --backup-dir: it is a flag of the sweep"},
+		{[]string{"restore", "--from", "r.json", "-n", "shop"}, "restore does not take -n: it is a flag of explain and preflight"},
+		{[]string{"explain", "ns/a", "--dry-run=none"}, "explain does not take --dry-run: it is a flag of the sweep, preflight and restore"},
+		{[]string{"explain", "ns/a", "--backup-dir=/backup"}, "explain does not take --backup-dir: it is a flag of the sweep and preflight"},
 		{[]string{"explain", "ns/a", "--notify-url=https://hooks.example.com/x"}, "explain does not take --notify-url: it is a flag of the sweep"},
 		{[]string{"explain", "ns/a", "--from", "r.json"}, "explain does not take --from: it is a flag of restore"},
 		{[]string{"--from", "r.json"}, "the sweep does not take --from: it is a flag of restore"},
 		{[]string{"--only", "clusterrole/x"}, "the sweep does not take --only: it is a flag of restore"},
-		{[]string{"--namespace", "shop"}, "the sweep does not take --namespace: it is a flag of explain"},
+		{[]string{"--namespace", "shop"}, "the sweep does not take --namespace: it is a flag of explain and preflight"},
+		{[]string{"--drain"}, "the sweep does not take --drain: it is a flag of preflight"},
+		{[]string{"preflight", "helm/x", "-n", "shop", "--rules=olm-rbac"}, "preflight does not take --rules: it is a flag of the sweep and explain"},
+		{[]string{"preflight", "helm/x", "-n", "shop", "--max-actions=3"}, "preflight does not take --max-actions: it is a flag of the sweep and explain"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -208,7 +211,7 @@ func TestEachCommandTakesOnlyItsFlags(t *testing.T) {
 // TestEveryFlagBelongsToACommand: each command lists, in its help, exactly the flags of its groups
 // and its own.
 func TestEveryFlagBelongsToACommand(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"explain", "--help"}, {"restore", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"explain", "--help"}, {"preflight", "--help"}, {"restore", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, exitOK, run(context.Background(), "operator-sweeper", args, &stdout, &stderr), "%v", args)
 		help := stdout.String()
@@ -219,6 +222,12 @@ func TestEveryFlagBelongsToACommand(t *testing.T) {
 			assert.Contains(t, help, "--max-actions")
 			assert.NotContains(t, help, "--dry-run")
 			assert.NotContains(t, help, "--pushgateway-url")
+		case "preflight":
+			assert.Contains(t, help, "-n, --namespace")
+			assert.Contains(t, help, "--drain-timeout")
+			assert.Contains(t, help, "--dry-run")
+			assert.NotContains(t, help, "--rules")
+			assert.NotContains(t, help, "--max-actions")
 		case "restore":
 			assert.Contains(t, help, "--from")
 			assert.Contains(t, help, "--dry-run")
@@ -227,6 +236,7 @@ func TestEveryFlagBelongsToACommand(t *testing.T) {
 		default:
 			assert.Contains(t, help, "--require-notify")
 			assert.NotContains(t, help, "--from string")
+			assert.NotContains(t, help, "--drain-timeout")
 		}
 	}
 }

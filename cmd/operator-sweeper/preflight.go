@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/preflight"
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
+)
+
+// drainInterval is how often a drain lists what it deleted again.
+const drainInterval = 2 * time.Second
+
+// preflightCommand is `operator-sweeper preflight TYPE/NAME -n NAMESPACE`: what uninstalling an
+// operator now would leave blocked, and, with --drain, its custom resources deleted while it runs.
+type preflightCommand struct {
+	namespace string
+	target    preflight.Target
+}
+
+func (*preflightCommand) name() string { return "preflight" }
+func (*preflightCommand) usage() string {
+	return "preflight TYPE/NAME -n NAMESPACE [--drain] [flags]"
+}
+
+func (*preflightCommand) groups(o *options.Options) []options.Group {
+	return []options.Group{&o.DryRunOptions, &o.DrainOptions, &o.OutputOptions, &o.ClientOptions, &o.WalkOptions,
+		&o.BackupOptions, &o.StateOptions, &o.LogOptions}
+}
+
+func (c *preflightCommand) addFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&c.namespace, "namespace", "n", c.namespace, "The namespace of what you uninstall.")
+}
+
+func (c *preflightCommand) setArgs(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("preflight takes what you uninstall, as TYPE/NAME (helm/logging-operator, deployment/olm-operator, subscription/etcd) with -n NAMESPACE; got %d arguments", len(args))
+	}
+	var err error
+	c.target, err = preflight.ParseTarget(args[0], c.namespace)
+	return err
+}
+
+// run resolves the target, sweeps the cluster with rule preflight alone, drains if asked, and
+// prints the report. Exit codes: 0 nothing would be blocked (or, drained, every custom resource
+// went), 3 something would, 1 the cluster was not read fully or a drained object stayed.
+func (c *preflightCommand) run(ctx context.Context, o *options.Options, s streams) error {
+	// The finalizer mappings are the sweep's, from --config; preflight takes no rule flags.
+	settings, err := o.RuleOptions.Settings(0)
+	if err != nil {
+		return &sweeper.InputError{Err: err}
+	}
+	conn, err := connect(ctx, o, s)
+	if err != nil {
+		return err
+	}
+	defer conn.cancel()
+	uninstall, err := preflight.Resolve(conn.ctx, conn.clients, c.target)
+	if err != nil {
+		return err
+	}
+	conn.logger.InfoContext(conn.ctx, "preflight", "target", uninstall.Target, "workloads", len(uninstall.Workloads), "crds", len(uninstall.CRDs), "drain", o.Drain)
+	cfg := o.EngineConfig()
+	// A drain deletes all it finds, young or not, but never reaches a protected namespace.
+	cfg.MaxActions, cfg.MinAge = 0, 0
+	rule := rules.NewPreflight(uninstall, settings, o.Drain, o.DrainProtected)
+	r := conn.sweep(cfg, []rules.Rule{rule})
+	unknown := preflight.Unknown(r, uninstall)
+	output := o.OutputOptions
+	// Findings are what a preflight is asked for: they fail it, unless the cluster was not read
+	// fully, which is worse, or a drain took them away.
+	output.FailOnFindings = len(unknown) == 0
+	if o.Drain && o.DryRun == report.DryRunNone {
+		stayed, err := preflight.Wait(conn.ctx, conn.clients, r, preflight.DrainConfig{
+			Timeout: o.DrainTimeout.Duration, Interval: drainInterval, Progress: conn.progress, Logger: conn.logger})
+		if err != nil {
+			r.Errors = append(r.Errors, report.Error{Stage: report.StageApply, Message: err.Error(), Fatal: true})
+		}
+		// Drained, what is left (webhooks, APIServices, CRDs) goes with the uninstall; what stayed
+		// failed the run.
+		output.FailOnFindings = false
+		if stayed > 0 {
+			conn.logger.WarnContext(conn.ctx, "drain incomplete: do not uninstall yet", "stayed", stayed)
+		}
+	}
+	if err := finish(output, r, s.out, o.Printer(r)); err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: %d discoveries or lists failed: what they would have shown is unknown (see the report's errors)", errIncomplete, len(unknown))
+	}
+	return nil
+}
