@@ -50,12 +50,12 @@ type drainList struct {
 }
 
 // Wait waits until the objects whose delete the report's findings applied are gone, or until
-// cfg.Timeout, and marks those still there as stayed, with the finalizers that keep them. It
-// returns how many stayed. An object re-created under its name is another object: gone.
-func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg DrainConfig) (int, error) {
+// cfg.Timeout, and marks those still there as stayed, with the finalizers that keep them. An
+// object re-created under its name is another object: gone.
+func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg DrainConfig) error {
 	lists, total, err := deleted(ctx, clients, r)
 	if err != nil || total == 0 {
-		return 0, err
+		return err
 	}
 	logger := cfg.Logger
 	left := total
@@ -86,7 +86,7 @@ func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg D
 	}
 	if left == 0 {
 		logger.InfoContext(ctx, "drain: every deleted custom resource is gone", "deleted", total)
-		return 0, nil
+		return nil
 	}
 	waited := fmt.Sprintf("still there after %s", cfg.Timeout)
 	if ctx.Err() != nil || !wait.Interrupted(err) {
@@ -98,7 +98,20 @@ func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg D
 		}
 	}
 	logger.WarnContext(ctx, "drain: deleted custom resources stayed", "stayed", left, "of", total)
-	return left, nil
+	return nil
+}
+
+// Undrained counts the custom resources a drain did not take away: those whose delete was
+// skipped (an opt-in, a protected namespace, the operator no longer running) or failed, or that
+// stayed.
+func Undrained(r *report.Report) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Rule == rules.PreflightName && f.Action != nil && f.Outcome != report.OutcomeApplied {
+			n++
+		}
+	}
+	return n
 }
 
 // stayedBecause says why a deleted object is still there.

@@ -249,14 +249,14 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 		p.blockedCRD[crdName]++
 		perKind[obj.Namespace+"/"+crdName]++
 		f := Finding{Object: obj.Ref(), Evidence: why}
-		switch {
-		case !r.drain:
-		case guarded != "" && !r.drainProtected:
-			f.Evidence = append(f.Evidence, fmt.Sprintf("its finalizer guards %s: deleting it deletes that, by design; drained only with --drain-protected", guarded))
-		default:
+		if r.drain {
 			f.Action = Delete{}
 			f.Facts = []Fact{r.operatorRuns(p.workloads)}
 			f.Evidence = append(f.Evidence, "drained: deleted while the operator runs, which removes its finalizer after its own cleanup")
+			if guarded != "" && !r.drainProtected {
+				f.OptIn = "drain-protected"
+				f.Evidence = append(f.Evidence, fmt.Sprintf("its finalizer guards %s: deleting it deletes that, by design; drained only with --drain-protected", guarded))
+			}
 		}
 		found = append(found, blocked{f, held})
 	}

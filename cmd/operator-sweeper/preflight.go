@@ -76,21 +76,21 @@ func (c *preflightCommand) run(ctx context.Context, o *options.Options, s stream
 	// Findings are what a preflight is asked for: they fail it, unless the cluster was not read
 	// fully, which is worse, or a drain took them away.
 	output.FailOnFindings = len(unknown) == 0
-	if o.Drain && o.DryRun == report.DryRunNone {
-		stayed, err := preflight.Wait(conn.ctx, conn.clients, r, preflight.DrainConfig{
+	draining := o.Drain && o.DryRun == report.DryRunNone
+	if draining {
+		err := preflight.Wait(conn.ctx, conn.clients, r, preflight.DrainConfig{
 			Timeout: o.DrainTimeout.Duration, Interval: drainInterval, Progress: conn.progress, Logger: conn.logger})
 		if err != nil {
 			r.Errors = append(r.Errors, report.Error{Stage: report.StageApply, Message: err.Error(), Fatal: true})
 		}
-		// Drained, what is left (webhooks, APIServices, CRDs) goes with the uninstall; what stayed
-		// failed the run.
+		// Drained, what is left (webhooks, APIServices, CRDs) goes with the uninstall.
 		output.FailOnFindings = false
-		if stayed > 0 {
-			conn.logger.WarnContext(conn.ctx, "drain incomplete: do not uninstall yet", "stayed", stayed)
-		}
 	}
 	if err := finish(output, r, s.out, o.Printer(r)); err != nil {
 		return err
+	}
+	if n := preflight.Undrained(r); draining && n > 0 {
+		return fmt.Errorf("%w: %d custom resources were not drained (see the report): do not uninstall yet", errIncomplete, n)
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("%w: %d discoveries or lists failed: what they would have shown is unknown (see the report's errors)", errIncomplete, len(unknown))

@@ -351,3 +351,27 @@ func finalizeGizmos(ctx context.Context, objs []*unstructured.Unstructured) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestPreflightDrainProtected: a mapping that guards data is drained only with
+// --drain-protected; without it, nothing is deleted and the drain fails, exit 1.
+func TestPreflightDrainProtected(t *testing.T) {
+	f := newGizmoFixture(t)
+	require.NoError(t, os.WriteFile(f.config, []byte(gizmoMapping+"  protect: true\n  guards: the gizmos' volumes\n"), 0o600))
+	before := resourceVersions(t, f.gizmos)
+
+	rep, stderr, code := f.preflight(t, "deployment/gizmo-operator", "--drain", "--dry-run=none", "--drain-timeout=1m")
+	require.Equal(t, 1, code, "protected: not drained\n%s", stderr)
+	for _, g := range f.gizmos {
+		finding := byObject(rep)["Gizmo "+g.GetNamespace()+"/"+g.GetName()]
+		assert.Equal(t, report.OutcomeSkipped, finding.Outcome, g.GetName())
+		assert.Equal(t, report.ReasonOptIn, finding.SkipReason, g.GetName())
+		assert.Contains(t, strings.Join(finding.Evidence, "\n"), "the gizmos' volumes")
+	}
+	assert.Equal(t, before, resourceVersions(t, f.gizmos), "nothing deleted")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go finalizeGizmos(ctx, f.gizmos)
+	_, stderr, code = f.preflight(t, "deployment/gizmo-operator", "--drain", "--drain-protected", "--dry-run=none", "--drain-timeout=1m")
+	require.Equal(t, 0, code, "drained, as asked\n%s", stderr)
+}
