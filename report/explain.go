@@ -3,16 +3,110 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// chainOf returns the findings about an object, about what keeps it stuck (down to the root
-// causes) and about what it keeps stuck (up to the top), in table order.
-func (r *Report) chainOf(uid types.UID) []row {
+// Early is what a rule finds of an object once its thresholds of age are set aside
+// (--min-terminating-age and --min-age at 0), which a sweep does not report yet: what an object
+// terminating for less than --min-terminating-age waits on, why an APIService unavailable for
+// less than --min-age is. explain shows it, marked as such, where the sweep would say nothing.
+type Early struct {
+	// Finding is the rule's, with its action as planned; nothing is done about it.
+	Finding FindingResult
+	// Below says which threshold keeps it out of a sweep's report: "not yet counted as stuck:
+	// terminating for 5s of the 15m0s --min-terminating-age".
+	Below string
+}
+
+// Explanation is what `operator-sweeper explain` says of one object: the chain through it, from
+// what it keeps stuck at the top down to the root causes of what keeps it, with every finding's
+// evidence.
+type Explanation struct {
+	// What names the object: "Namespace logging".
+	What string
+	// Report is the sweep's report of the chain: only the findings of the sweep in it, with the
+	// summary counted again. -o json and yaml print it, and --report-file gets it.
+	Report *Report
+	// chain is the chain as printed: the sweep's findings and the early ones, in table order.
+	chain *Report
+	// below says, by index in chain.Findings, which findings are early, and below what.
+	below map[int]string
+	// unknown are the objects the chain's findings name in blockedBy that no finding, the sweep's
+	// or early, is about: printed as such, so that every object of blockedBy is.
+	unknown map[types.UID]bool
+}
+
+// ruleObject is one rule's say about one object.
+type ruleObject struct {
+	rule string
+	uid  types.UID
+}
+
+// Explain explains the object uid, named what: the chain through it of the report's findings and
+// of those early findings that are about an object no finding of the same rule in the report is
+// about. The chain follows blockedBy through both, so that an object the sweep does not count yet
+// (a Namespace terminating for seconds, the APIService that keeps it) is in it, with what its
+// rules say.
+func (r *Report) Explain(uid types.UID, what string, early []Early) *Explanation {
+	all := &Report{Findings: slices.Clip(r.Findings)}
+	reported := make(map[ruleObject]bool, len(r.Findings))
+	for _, f := range r.Findings {
+		reported[ruleObject{f.Rule, f.Object.UID}] = true
+	}
+	below := map[int]string{}
+	for _, e := range early {
+		if !reported[ruleObject{e.Finding.Rule, e.Finding.Object.UID}] {
+			below[len(all.Findings)] = e.Below
+			all.Findings = append(all.Findings, e.Finding)
+		}
+	}
+	known := make(map[types.UID]bool, len(all.Findings)) // objects with findings
+	for _, f := range all.Findings {
+		known[f.Object.UID] = true
+	}
+
+	x := &Explanation{What: what, chain: &Report{}, below: map[int]string{}, unknown: map[types.UID]bool{}}
+	rep := *r
+	rep.Findings = []FindingResult{}
+	rep.Summary = Summary{Resources: r.Summary.Resources, Scanned: r.Summary.Scanned, Incomplete: r.Summary.Incomplete}
+	for _, i := range all.chainOf(uid) {
+		f := all.Findings[i]
+		if why, ok := below[i]; ok {
+			x.below[len(x.chain.Findings)] = why
+		} else {
+			rep.Add(f)
+		}
+		x.chain.Findings = append(x.chain.Findings, f)
+		for _, b := range f.BlockedBy {
+			if !known[b.UID] {
+				x.unknown[b.UID] = true
+			}
+		}
+	}
+	rep.CountStuckNamespaces(EveryNamespace)
+	x.Report = &rep
+	return x
+}
+
+// chainOf returns, in table order, the indexes of the findings about an object, about what keeps
+// it stuck (down to the root causes) and about what it keeps stuck (up to the top). Up goes by
+// blockedBy itself, so that an object without findings still has the chains it is in.
+func (r *Report) chainOf(uid types.UID) []int {
 	c := r.chains()
+	keeps := map[types.UID][]types.UID{} // what each object keeps stuck
+	for _, f := range r.Findings {
+		for _, b := range f.BlockedBy {
+			if b.UID != f.Object.UID && !slices.Contains(keeps[b.UID], f.Object.UID) {
+				keeps[b.UID] = append(keeps[b.UID], f.Object.UID)
+			}
+		}
+	}
 	keep := map[types.UID]bool{}
 	var down, up func(types.UID)
 	down = func(u types.UID) {
@@ -24,8 +118,8 @@ func (r *Report) chainOf(uid types.UID) []row {
 		}
 	}
 	up = func(u types.UID) {
-		for blocked, blockers := range c.blockers {
-			if slices.Contains(blockers, u) && !keep[blocked] {
+		for _, blocked := range keeps[u] {
+			if !keep[blocked] {
 				keep[blocked] = true
 				up(blocked)
 			}
@@ -33,56 +127,92 @@ func (r *Report) chainOf(uid types.UID) []row {
 	}
 	down(uid)
 	up(uid)
-	return slices.DeleteFunc(r.rows(), func(rw row) bool { return !keep[r.Findings[rw.finding].Object.UID] })
-}
-
-// Chain is the report of one object: only the findings about it, about what keeps it stuck (down
-// to the root causes) and about what it keeps stuck (up to the top), in table order, with the
-// summary counted again.
-func (r *Report) Chain(uid types.UID) *Report {
-	out := *r
-	rows := r.chainOf(uid)
-	out.Findings = make([]FindingResult, 0, len(rows))
-	out.Summary = Summary{Resources: r.Summary.Resources, Scanned: r.Summary.Scanned}
-	for _, rw := range rows {
-		f := r.Findings[rw.finding]
-		out.Findings = append(out.Findings, f)
-		out.Summary.count(f)
+	var out []int
+	for _, rw := range r.rowsOf(c) {
+		if keep[r.Findings[rw.finding].Object.UID] {
+			out = append(out, rw.finding)
+		}
 	}
-	out.CountStuckNamespaces(EveryNamespace)
-	return &out
+	return out
 }
 
-// PrintExplanation prints the report of a Chain as text: each object once, what blocks it indented below it,
-// each finding with what --dry-run=none would do and its evidence.
-func (r *Report) PrintExplanation(w io.Writer, what string) {
+// Print prints the explanation as text: each object once, what blocks it indented below it, each
+// finding with what --dry-run=none would do and its evidence; an early finding after the threshold
+// it is below; an object blockedBy names that no finding is about, as such; then how to prevent it
+// next time, and the errors of the sweep.
+func (x *Explanation) Print(w io.Writer) {
+	r := x.chain
 	if len(r.Findings) == 0 {
-		fmt.Fprintf(w, "%s: no rule has anything to say about it (unless --include-*/--exclude-* kept it from being walked).\n", what)
-		return
+		fmt.Fprintf(w, "%s: no rule has anything to say about it (unless --include-*/--exclude-* kept it from being walked).\n", x.What)
 	}
-	var last types.UID
-	depth := 0
-	for i, rw := range r.rows() {
+	rows := r.rows()
+	depth := 0 // of the last object printed
+	for i, rw := range rows {
 		f := r.Findings[rw.finding]
 		pad := strings.Repeat("    ", rw.depth)
-		if i == 0 || f.Object.UID != last {
+		first := i == 0 || r.Findings[rows[i-1].finding].Object.UID != f.Object.UID
+		if first {
 			if rw.depth > depth {
 				fmt.Fprintf(w, "%s  blocked by:\n", strings.Repeat("    ", rw.depth-1))
 			}
 			fmt.Fprintf(w, "%s%s %s\n", pad, f.Object.Kind, f.Object.NamespacedName())
-			last, depth = f.Object.UID, rw.depth
+			depth = rw.depth
+		}
+		below, early := x.below[rw.finding]
+		if early && (first || x.below[rows[i-1].finding] == "") {
+			fmt.Fprintf(w, "%s  %s; without thresholds, the rules say:\n", pad, below)
 		}
 		fmt.Fprintf(w, "%s  %s (%s): %s\n", pad, f.Rule, f.Severity, f.Reason)
-		if f.Action != nil {
+		if f.Action != nil && !early {
 			fmt.Fprintf(w, "%s    with --dry-run=none: %s, %s\n", pad, f.Action.Type, wouldDo(f))
 		}
 		for _, e := range f.Evidence {
 			fmt.Fprintf(w, "%s    - %s\n", pad, e)
 		}
+		if last := i == len(rows)-1 || r.Findings[rows[i+1].finding].Object.UID != f.Object.UID; last && x.printUnknown(w, r, rows, i) {
+			depth = rw.depth + 1 // what blocks it with findings follows under the same heading
+		}
 	}
-	for _, e := range r.Errors {
+	for _, hint := range x.hints() {
+		fmt.Fprintln(w, hint)
+	}
+	for _, e := range x.Report.Errors {
 		fmt.Fprintf(w, "error (%s): %s\n", e.StageText(), e.Message)
 	}
+}
+
+// printUnknown prints, below the object of rows[i], the objects its findings name in blockedBy
+// that no finding is about, and reports whether there were any.
+func (x *Explanation) printUnknown(w io.Writer, r *Report, rows []row, i int) bool {
+	obj := r.Findings[rows[i].finding].Object
+	var unknown []ObjectSummary
+	for j := i; j >= 0 && r.Findings[rows[j].finding].Object.UID == obj.UID; j-- {
+		for _, b := range r.Findings[rows[j].finding].BlockedBy {
+			if x.unknown[b.UID] && !slices.ContainsFunc(unknown, func(o ObjectSummary) bool { return o.UID == b.UID }) {
+				unknown = append(unknown, b)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return false
+	}
+	pad := strings.Repeat("    ", rows[i].depth)
+	fmt.Fprintf(w, "%s  blocked by:\n", pad)
+	for _, b := range unknown {
+		fmt.Fprintf(w, "%s    %s %s\n%s      no rule has a finding about it\n", pad, b.Kind, b.NamespacedName(), pad)
+	}
+	return true
+}
+
+// hints are the preflight hints of the chain's findings, once each, in table order.
+func (x *Explanation) hints() []string {
+	var out []string
+	for _, f := range x.chain.Findings {
+		if hint := preflightHint(f); hint != "" && !slices.Contains(out, hint) {
+			out = append(out, hint)
+		}
+	}
+	return out
 }
 
 // wouldDo says what a run with --dry-run=none would do with a planned action.
@@ -95,4 +225,97 @@ func wouldDo(f FindingResult) string {
 	default:
 		return "would be " + f.OutcomeText()
 	}
+}
+
+// The preflight hint: `operator-sweeper preflight` of an operator, run before uninstalling it,
+// says what the uninstall would leave stuck and, with --drain, deletes its custom resources
+// while it still runs to finalize them (docs/preflight.md). A finding that blames an operator
+// gone names the command that would have prevented it.
+
+// preflightHint is the line that says how to prevent what f is about next time: the preflight of
+// the operator whose uninstall left it, named as f's evidence names it; "" if f blames no
+// operator gone (a live controller, a scaled-down one, nobody known).
+func preflightHint(f FindingResult) string {
+	drain := ""
+	switch f.Rule {
+	case rules.OrphanedFinalizersName:
+		// Released ("operator gone; releasing …") or guarded ("operator gone, but … guards …").
+		if !strings.HasPrefix(f.Reason, "operator gone") {
+			return ""
+		}
+		drain = " --drain" // its custom resources deleted while it runs: nothing held
+	case rules.DeadAPIServicesName, rules.DeadWebhooksName:
+		if f.Action == nil { // deleted only once its Services and whoever registered them are gone
+			return ""
+		}
+	default:
+		return ""
+	}
+	target, note := preflightTarget(f.Evidence)
+	return fmt.Sprintf("prevent it next time: operator-sweeper preflight %s%s (before uninstalling the operator%s)", target, drain, note)
+}
+
+// The evidence lines by which rules name who installed or served an object (rules/services.go,
+// orphaned_finalizers.go, controllers.go), and so what a preflight would have been asked about.
+var (
+	csvEvidence      = regexp.MustCompile(`^registered by OLM for ClusterServiceVersion ([^/\s]+)/(\S+) `)
+	helmEvidence     = regexp.MustCompile(`^CRD \S+ belongs to Helm release ([^/\s]+)/(\S+) `)
+	workloadEvidence = regexp.MustCompile(`^no (Deployment|StatefulSet|DaemonSet) matches (?:name (\S+)|(.+)) in (?:any namespace|namespace (\S+))$`)
+)
+
+// preflightTarget is the preflight's TYPE/NAME -n NAMESPACE, from the first line of evidence that
+// names the operator: the ClusterServiceVersion that registered it, the Helm release of its CRD,
+// or the workload a controller mapping names (a placeholder for what the mapping leaves open,
+// which note says); TYPE/NAME -n NAMESPACE where nothing does.
+func preflightTarget(evidence []string) (target, note string) {
+	for _, e := range evidence {
+		if m := csvEvidence.FindStringSubmatch(e); m != nil {
+			return fmt.Sprintf("csv/%s -n %s", m[2], m[1]), ""
+		}
+		if m := helmEvidence.FindStringSubmatch(e); m != nil {
+			return fmt.Sprintf("helm/%s -n %s", m[2], m[1]), ""
+		}
+		if m := workloadEvidence.FindStringSubmatch(e); m != nil {
+			kind, name, matching, namespace := m[1], m[2], m[3], m[4]
+			var open []string
+			if name == "" {
+				name = "NAME"
+				open = append(open, fmt.Sprintf("NAME: the %s that matches %s", kind, matching))
+			}
+			if namespace == "" {
+				namespace = "NAMESPACE"
+				open = append(open, fmt.Sprintf("NAMESPACE: the %s's", kind))
+			}
+			if len(open) > 0 {
+				note = "; " + strings.Join(open, ", ")
+			}
+			return fmt.Sprintf("%s/%s -n %s", strings.ToLower(kind), name, namespace), note
+		}
+	}
+	return "TYPE/NAME -n NAMESPACE", "; TYPE: deployment, statefulset, daemonset, helm, subscription or csv; see docs/preflight.md"
+}
+
+// chainHints are the preflight hints of the findings about uid and about what keeps it stuck, down
+// to the root causes, once each; memo keeps those of each object, for the many a chain shares.
+func (r *Report) chainHints(c chains, uid types.UID, memo map[types.UID][]string) []string {
+	if hints, done := memo[uid]; done {
+		return hints
+	}
+	memo[uid] = nil // a cycle stops here
+	var hints []string
+	add := func(hint string) {
+		if hint != "" && !slices.Contains(hints, hint) {
+			hints = append(hints, hint)
+		}
+	}
+	for _, i := range c.findings[uid] {
+		add(preflightHint(r.Findings[i]))
+	}
+	for _, b := range c.blockers[uid] {
+		for _, hint := range r.chainHints(c, b, memo) {
+			add(hint)
+		}
+	}
+	memo[uid] = hints
+	return hints
 }

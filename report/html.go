@@ -121,6 +121,9 @@ type htmlFinding struct {
 	BlockedBy  []htmlLink
 	PreImage   bool
 	HasOutcome bool
+	// Preflight says how to prevent it next time, where an operator gone is behind it or behind
+	// what keeps it stuck.
+	Preflight []string
 }
 
 // htmlLink names an object, and the finding about it on the page, if any.
@@ -176,6 +179,7 @@ func (r *Report) htmlPage(rows []shownRow) htmlPage {
 	}
 	groups := map[string]int{}
 	namespaces, outcomes := map[string]bool{}, map[string]bool{}
+	hints := map[types.UID][]string{}
 	for _, rw := range rows {
 		f := r.Findings[rw.first()]
 		// A row is part of a chain when it is below the top, or the top has blockers.
@@ -185,6 +189,7 @@ func (r *Report) htmlPage(rows []shownRow) htmlPage {
 		}
 		hf := r.htmlFinding(rw.first(), anchor)
 		hf.Count, hf.Reason = len(rw.findings), rw.reason
+		hf.Preflight = r.chainHints(c, f.Object.UID, hints)
 		if hf.Count > 1 {
 			hf.Object = f.Object.Kind + " " + r.names(rw)
 		}

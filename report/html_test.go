@@ -362,3 +362,34 @@ func htmlTexts(nodes []*html.Node) []string {
 	}
 	return out
 }
+
+// TestHTMLPreflightHint: under the evidence of a finding that blames an operator gone, and of
+// every finding whose chain is rooted in one, the page says which preflight would have prevented
+// it, as explain does; nowhere else.
+func TestHTMLPreflightHint(t *testing.T) {
+	const (
+		csvHint        = "prevent it next time: operator-sweeper preflight csv/widgets.v1.0.0 -n widgets (before uninstalling the operator)"
+		deploymentHint = "prevent it next time: operator-sweeper preflight deployment/widget-operator -n widgets --drain (before uninstalling the operator)"
+	)
+	r := explainReport(deadAPIService, orphanedWidget, stuckWidget, stuckNamespace, explainFinding(explainConfigMap))
+	_, doc := renderHTML(t, r)
+	hints := map[string][]string{}
+	for _, el := range htmlFind(doc, htmlHasClass("finding")) {
+		key := htmlAttr(el, "data-rule") + " " + htmlText(htmlFind(el, htmlHasClass("object"))[0])
+		hints[key] = htmlTexts(htmlFind(el, htmlHasClass("preflight")))
+		if len(hints[key]) > 0 {
+			last := el.LastChild
+			for last != nil && last.Type != html.ElementNode {
+				last = last.PrevSibling
+			}
+			assert.True(t, htmlHasClass("preflight")(last), "%s: the hint comes last, under the evidence", key)
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		"dead-apiservices APIService v1.widgets.example.com": {csvHint},
+		"orphaned-finalizers Widget shop/w":                  {deploymentHint},
+		"stuck-terminating Widget shop/w":                    {deploymentHint},
+		"stuck-terminating Namespace shop":                   {csvHint, deploymentHint},
+		"orphaned-finalizers ConfigMap dev/c":                nil,
+	}, hints)
+}

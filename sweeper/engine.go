@@ -58,6 +58,13 @@ type plannedFinding struct {
 
 // Run sweeps once and returns the report. Problems are recorded in the report, never returned.
 func (e *Engine) Run(ctx context.Context) *report.Report {
+	r, _ := e.run(ctx)
+	return r
+}
+
+// run is Run, and the view the rules planned on: nil if the inventory or the observe stage failed.
+// Explain plans on it again.
+func (e *Engine) run(ctx context.Context) (*report.Report, *rules.View) {
 	if e.Clock == nil {
 		e.Clock = e.Clients.Clock()
 	}
@@ -83,7 +90,7 @@ func (e *Engine) Run(ctx context.Context) *report.Report {
 		e.Logger.WarnContext(ctx, "API group not discovered; its resources are not walked", "groupVersion", p.Resource, "error", p.Message)
 	}
 	if err != nil {
-		return e.stageFailed(ctx, r, report.StageInventory, err)
+		return e.stageFailed(ctx, r, report.StageInventory, err), nil
 	}
 	r.Summary.Resources = len(inv.resources)
 	e.Logger.InfoContext(ctx, "inventory done", "resources", len(inv.resources), "errors", len(inv.problems))
@@ -96,7 +103,7 @@ func (e *Engine) Run(ctx context.Context) *report.Report {
 		e.Logger.WarnContext(ctx, "list failed; the resource is not fully observed", "gvr", p.Resource, "error", p.Message)
 	}
 	if err != nil {
-		return e.stageFailed(ctx, r, report.StageObserve, err)
+		return e.stageFailed(ctx, r, report.StageObserve, err), nil
 	}
 	r.Summary.Scanned = view.Len()
 	e.Logger.InfoContext(ctx, "observe done", "objects", view.Len(), "errors", len(problems), "duration", e.Clock.Since(start).String())
@@ -107,7 +114,7 @@ func (e *Engine) Run(ctx context.Context) *report.Report {
 	e.limitAndApply(ctx, view, start, planned, r)
 	e.Logger.InfoContext(ctx, "apply done", "mode", e.Config.DryRun, "planned", r.Summary.Planned,
 		"applied", r.Summary.Applied, "failed", r.Summary.Failed, "skipped", r.Summary.Skipped)
-	return r
+	return r, view
 }
 
 // contentPlan is how a resource is listed for the rules that read more than its metadata.
