@@ -112,7 +112,7 @@ func key(r rules.Resource, namespace, name string) rules.ObjectKey {
 	return rules.ObjectKey{Resource: r.GroupResource(), Namespace: namespace, Name: name}
 }
 
-// groupResource is the GroupResource of a manifest's apiVersion and kind, if it is one a
+// resourceOf is the resource of a manifest's apiVersion and kind, if it is one a
 // preflight asks about.
 func resourceOf(apiVersion, kind string) (rules.Resource, bool) {
 	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // PreflightName is the rule of `operator-sweeper preflight`, which a sweep never runs: it is not
@@ -97,16 +98,22 @@ func (Preflight) ReadsContent() []ContentRequest {
 // Writes implements Authorized: a drain deletes custom resources of any kind.
 func (Preflight) Writes() []Write { return []Write{{Action: Delete{}.Type(), Resource: AnyResource}} }
 
-// MayHaveWritten implements Authorized: a custom resource that held a finalizer.
+// MayHaveWritten implements Authorized: a custom resource that held a finalizer. A custom
+// resource is one of no built-in API group (Plan asks more: that a CRD in the view serves it).
 func (Preflight) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
-	group := schema.FromAPIVersionAndKind(obj.GetAPIVersion(), obj.GetKind()).Group
-	if group == "" || strings.HasSuffix(group, ".k8s.io") || !strings.Contains(group, ".") {
+	if builtInGroup(schema.FromAPIVersionAndKind(obj.GetAPIVersion(), obj.GetKind()).Group) {
 		return fmt.Errorf("%s %s is not a custom resource, which a drain never deletes", obj.GetKind(), obj.GetName())
 	}
 	if !slices.ContainsFunc(obj.GetFinalizers(), func(f string) bool { return !BuiltIn(f) }) {
 		return fmt.Errorf("%s %s held no finalizer of an operator, which a drain alone deletes", obj.GetKind(), obj.GetName())
 	}
 	return nil
+}
+
+// builtInGroup reports whether group is one of Kubernetes' own API groups, which no CRD serves:
+// those of client-go's scheme, and the API server's extension and aggregation groups.
+func builtInGroup(group string) bool {
+	return group == "" || group == CustomResourceDefinitions.Group || group == APIServices.Group || scheme.Scheme.IsGroupRegistered(group)
 }
 
 // PolicyRules implements Authorized: what a drain needs besides the walk, which depends on the
@@ -217,7 +224,17 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 	}
 	var found []blocked
 	perKind := map[string]int{} // by namespace and resource
+	// Custom resources only: those of a resource a CRD serves. A CRD's name is its plural and
+	// group (the API server validates it so).
+	custom := map[schema.GroupResource]bool{}
+	for _, crd := range p.view.List(CustomResourceDefinitions.GroupResource()) {
+		plural, group, _ := strings.Cut(crd.Name, ".")
+		custom[schema.GroupResource{Group: group, Resource: plural}] = true
+	}
 	for obj := range p.view.Objects() {
+		if !custom[obj.Resource.GroupResource()] {
+			continue
+		}
 		var why, held []string
 		guarded := ""
 		crdName := obj.Resource.Resource + "." + obj.Resource.Group
@@ -252,10 +269,11 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 		if r.drain {
 			f.Action = Delete{}
 			f.Facts = []Fact{r.operatorRuns(p.workloads)}
-			f.Evidence = append(f.Evidence, "drained: deleted while the operator runs, which removes its finalizer after its own cleanup")
 			if guarded != "" && !r.drainProtected {
 				f.OptIn = "drain-protected"
 				f.Evidence = append(f.Evidence, fmt.Sprintf("its finalizer guards %s: deleting it deletes that, by design; drained only with --drain-protected", guarded))
+			} else {
+				f.Evidence = append(f.Evidence, "drained: deleted while the operator runs, which removes its finalizer after its own cleanup")
 			}
 		}
 		found = append(found, blocked{f, held})
