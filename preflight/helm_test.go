@@ -3,22 +3,16 @@ package preflight
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // releaseManifest is the manifest of Helm release acme/acme, as `helm get manifest` shows it:
@@ -363,97 +357,6 @@ func TestDecodeRelease(t *testing.T) {
 			require.Len(t, got.Chart.Files, 1)
 			assert.Equal(t, "crds/widgets.yaml", got.Chart.Files[0].Name)
 			assert.Equal(t, chartCRD, string(got.Chart.Files[0].Data))
-		})
-	}
-}
-
-// fakeClients are clients of a fake dynamic client holding objects: no API server.
-func fakeClients(objects ...*unstructured.Unstructured) *sweeper.Clients {
-	listKinds := map[schema.GroupVersionResource]string{
-		rules.Secrets.GroupVersionResource:    "SecretList",
-		rules.ConfigMaps.GroupVersionResource: "ConfigMapList",
-	}
-	var objs []runtime.Object
-	for _, o := range objects {
-		objs = append(objs, o)
-	}
-	return &sweeper.Clients{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)}
-}
-
-func TestResolveRelease(t *testing.T) {
-	chart := map[string]string{"crds/widgets.yaml": chartCRD, "README.md": "# acme", "templates/NOTES.txt": "thanks"}
-	deployed := releaseOf(releaseManifest, chart)
-	older := releaseOf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: acme-old\n", nil)
-	tests := []struct {
-		name      string
-		records   []*unstructured.Unstructured
-		want      func(t *testing.T, u rules.Uninstall)
-		wantErr   string
-		wantInput bool
-	}{
-		{
-			name: "the latest deployed revision, in Secrets",
-			records: []*unstructured.Unstructured{
-				helmRecord(t, rules.Secrets, "acme", 1, "superseded", older, false),
-				helmRecord(t, rules.Secrets, "acme", 3, "deployed", deployed, false),
-				helmRecord(t, rules.Secrets, "acme", 4, "failed", older, false),
-				helmRecord(t, rules.Secrets, "other", 9, "deployed", older, false),
-			},
-			want: func(t *testing.T, u rules.Uninstall) {
-				assert.Equal(t, "Helm release acme/acme", u.Target)
-				assert.Equal(t, []string{"gizmos.example.com", "backups.example.com", "widgets.example.com", "sprockets.example.com"}, u.CRDs)
-				assert.Equal(t, []string{"gizmos.example.com"}, u.DeletedCRDs, "neither a kept CRD nor those of crds/")
-				assert.Len(t, u.Workloads, 3)
-				assert.Equal(t, []string{"v1.widgets.example.com"}, u.APIServices)
-				assert.Nil(t, u.CSV)
-			},
-		},
-		{
-			name: "in ConfigMaps, plain JSON",
-			records: []*unstructured.Unstructured{
-				helmRecord(t, rules.ConfigMaps, "acme", 2, "deployed", deployed, true),
-			},
-			want: func(t *testing.T, u rules.Uninstall) {
-				assert.Equal(t, []string{"gizmos.example.com", "backups.example.com", "widgets.example.com", "sprockets.example.com"}, u.CRDs)
-			},
-		},
-		{
-			name:      "no record",
-			records:   []*unstructured.Unstructured{helmRecord(t, rules.Secrets, "other", 1, "deployed", older, false)},
-			wantErr:   "Helm release acme/acme not found",
-			wantInput: true,
-		},
-		{
-			name: "no deployed revision",
-			records: []*unstructured.Unstructured{
-				helmRecord(t, rules.Secrets, "acme", 1, "uninstalling", older, false),
-				helmRecord(t, rules.Secrets, "acme", 2, "pending-install", older, false),
-			},
-			wantErr:   "has no deployed revision: its latest, Secret sh.helm.release.v1.acme.v2, has status pending-install",
-			wantInput: true,
-		},
-		{
-			name: "a corrupt record",
-			records: func() []*unstructured.Unstructured {
-				record := helmRecord(t, rules.Secrets, "acme", 1, "deployed", deployed, false)
-				require.NoError(t, unstructured.SetNestedField(record.Object, "garbage!", "data", "release"))
-				return []*unstructured.Unstructured{record}
-			}(),
-			wantErr: "Helm release acme/acme, Secret sh.helm.release.v1.acme.v1: data.release",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			u, err := resolveRelease(context.Background(), fakeClients(tt.records...), "acme", "acme")
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				var input *sweeper.InputError
-				assert.Equal(t, tt.wantInput, errors.As(err, &input), "an InputError")
-				return
-			}
-			require.NoError(t, err)
-			tt.want(t, u)
 		})
 	}
 }

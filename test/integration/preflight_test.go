@@ -250,10 +250,13 @@ func TestPreflightListsWhatAnUninstallWouldBlock(t *testing.T) {
 	assert.Equal(t, before, resourceVersions(t, slices.Concat(f.gizmos, f.unrelated, f.installed)), "a preflight changes nothing")
 }
 
-// TestPreflightBadTargets: an unknown type, release or workload is bad input, exit 2.
+// TestPreflightBadTargets: an unknown type, release or workload, a release with no deployed
+// revision, are bad input, exit 2.
 func TestPreflightBadTargets(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
+	helmRecord(t, ns, "failed", 1, "failed", "")
 	for _, args := range [][]string{
+		{"preflight", "helm/failed", "-n", ns},
 		{"preflight", "helm/nothing", "-n", ns},
 		{"preflight", "deployment/nothing", "-n", ns},
 		{"preflight", "subscription/nothing", "-n", ns},
