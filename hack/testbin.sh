@@ -6,13 +6,14 @@
 #   hack/testbin.sh        kube-apiserver and etcd
 #   hack/testbin.sh kubectl  and kubectl, for make bench (under a minute more once kube-apiserver is built)
 #   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's olm and
-#                          catalog operators, and opm (about 10 minutes in all on 2 cores, from
-#                          empty caches; seconds afterwards)
+#                          catalog operators, opm, and prometheus-operator with its CRDs (about 12
+#                          minutes in all on 2 cores, from empty caches; seconds afterwards)
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod points every k8s.io/*
 # staging module at ./staging/... and requires them at v0.0.0. A throwaway module replaces each of
 # those with the published module of the matching version, which is what the release tags hold.
-# OLM and operator-registry are built as their own main modules, from their module directories.
+# OLM, operator-registry and prometheus-operator are built as their own main modules, from their
+# module directories.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
@@ -23,12 +24,15 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 # lost node (F5), as test/controllers shows.
 OLM_VERSION="${OLM_VERSION:-v0.28.0}"
 REGISTRY_VERSION="${REGISTRY_VERSION:-v1.41.0}" # what OLM_VERSION requires
+# kube-prometheus-stack's operator; the first with the status-cleanup finalizer (behind a gate).
+PROMOP_VERSION="${PROMOP_VERSION:-v0.85.0}"
 STAGING_VERSION="v0${KUBE_VERSION#v1}"
 root="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin"
 kube="$root/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
 kwok="$root/kwok-${KWOK_VERSION}"
 olm="$root/olm-${OLM_VERSION}"
 opm="$root/opm-${REGISTRY_VERSION}"
+promop="$root/prometheus-operator-${PROMOP_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
 # quiet runs a command and shows its output only when it fails.
@@ -67,7 +71,7 @@ missing() {
 }
 
 if ! missing "$kube/etcd" "${kube_binaries[@]/#/$kube/}" &&
-  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm"; }; then
+  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm" "$promop/prometheus-operator" "$promop/prometheus-operator-crds"; }; then
   : # all cached
 else
   command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
@@ -136,6 +140,24 @@ else
     cd "$work/registry"
     quiet build "$opm/opm" ./cmd/opm
   fi
+
+  if $all && missing "$promop/prometheus-operator" "$promop/prometheus-operator-crds"; then
+    log "building prometheus-operator $PROMOP_VERSION (about 2 minutes)"
+    mkdir -p "$promop" && cd "$work"
+    module_dir "github.com/prometheus-operator/prometheus-operator@${PROMOP_VERSION}" "$work/promop"
+    cd "$work/promop"
+    # The module zip leaves out the nested modules its go.mod replaces with ./pkg/...: use the
+    # published ones, of the same version.
+    for m in pkg/apis/monitoring pkg/client; do
+      go mod edit -dropreplace="github.com/prometheus-operator/prometheus-operator/$m" \
+        -require="github.com/prometheus-operator/prometheus-operator/$m@${PROMOP_VERSION}"
+    done
+    # The version also makes the default config-reloader image's tag.
+    quiet build "$promop/prometheus-operator" -ldflags "-X github.com/prometheus/common/version.Version=${PROMOP_VERSION#v}" ./cmd/operator
+    rm -rf "$promop/prometheus-operator-crds.tmp" && mkdir -p "$promop/prometheus-operator-crds.tmp"
+    cp example/prometheus-operator-crd/*.yaml "$promop/prometheus-operator-crds.tmp/"
+    rm -rf "$promop/prometheus-operator-crds" && mv "$promop/prometheus-operator-crds.tmp" "$promop/prometheus-operator-crds"
+  fi
 fi
 
 if ! $all; then
@@ -143,9 +165,9 @@ if ! $all; then
   exit 0
 fi
 # One folder with every binary of the control plane, for KUBEBUILDER_ASSETS and test/cluster.
-bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}"
+bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}"
 mkdir -p "$bin"
-for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/*; do
+for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/* "$promop"/*; do
   ln -sfn "$f" "$bin/$(basename "$f")"
 done
 echo "$bin"

@@ -32,6 +32,7 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"opensearch.org"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"opensearch.opster.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"kafka.strimzi.io"}, Resources: []string{"kafkatopics", "kafkarebalances"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"prometheuses"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},

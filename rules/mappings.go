@@ -110,6 +110,24 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 			Controllers: []Controller{{Kind: "Deployment", Image: "strimzi/operator"}},
 			Leases:      []string{"strimzi-cluster-operator"},
 		},
+		// prometheus-operator/prometheus-operator v0.85.0: with feature gate
+		// StatusForConfigurationResources, FinalizerSyncer.Sync (pkg/operator/finalizer.go) adds
+		// status-cleanup to every Prometheus it reconciles (pkg/prometheus/server/operator.go) and
+		// removes it as soon as the Prometheus is deleted: it cleans status only, so releasing it
+		// loses nothing. Upstream labels its Deployment app.kubernetes.io/name=prometheus-operator
+		// (example/rbac/prometheus-operator), kube-prometheus-stack app=<release>-operator and
+		// component/part-of; the image is quay.io/prometheus-operator/prometheus-operator. It
+		// elects no leader.
+		{
+			Pattern:   "monitoring.coreos.com/status-cleanup",
+			Resources: []string{"prometheuses.monitoring.coreos.com"},
+			Controllers: []Controller{
+				{Kind: "Deployment", Selector: "app.kubernetes.io/name=prometheus-operator"},
+				{Kind: "Deployment", Selector: "app=kube-prometheus-stack-operator"},
+				{Kind: "Deployment", Selector: "app.kubernetes.io/component=prometheus-operator,app.kubernetes.io/part-of=kube-prometheus-stack"},
+				{Kind: "Deployment", Image: "*/prometheus-operator/prometheus-operator"},
+			},
+		},
 		// kyverno/kyverno v1.13–v1.17 (cmd/kyverno/main.go, cmd/cleanup-controller/main.go): with
 		// autoDeleteWebhooks, on Kyverno's own Deployments, ServiceAccounts and RBAC, until it has
 		// deleted its webhook configurations; Leases kyverno and kyverno-cleanup-controller.
@@ -257,6 +275,7 @@ var finalizerResources = []rbacv1.PolicyRule{
 	policyRule("opensearch.org", []string{"*"}, "get", "patch"),
 	policyRule("opensearch.opster.io", []string{"*"}, "get", "patch"),
 	policyRule("kafka.strimzi.io", []string{"kafkatopics", "kafkarebalances"}, "get", "patch"),
+	policyRule("monitoring.coreos.com", []string{"prometheuses"}, "get", "patch"),
 	policyRule("source.toolkit.fluxcd.io", []string{"*"}, "get", "patch"),
 	policyRule("kustomize.toolkit.fluxcd.io", []string{"*"}, "get", "patch"),
 	policyRule("helm.toolkit.fluxcd.io", []string{"*"}, "get", "patch"),
