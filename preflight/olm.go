@@ -74,6 +74,39 @@ func resolveCSV(ctx context.Context, clients *sweeper.Clients, namespace, name, 
 	return u, nil
 }
 
+// resolveClusterExtension resolves an OLM v1 ClusterExtension to what OLM v1 applied for it, by
+// the owner labels it puts on it. Deleting a ClusterExtension lets the garbage collector take its
+// Deployments and CRDs together: the CRDs go with it.
+func resolveClusterExtension(ctx context.Context, clients *sweeper.Clients, name string) (rules.Uninstall, error) {
+	if _, err := get(ctx, clients, rules.ClusterExtensions, "", name); err != nil {
+		return rules.Uninstall{}, err
+	}
+	u := rules.Uninstall{Target: "ClusterExtension " + name}
+	selector := "olm.operatorframework.io/owner-kind=ClusterExtension,olm.operatorframework.io/owner-name=" + name
+	for _, r := range []rules.Resource{rules.Deployments, rules.StatefulSets, rules.DaemonSets, rules.Services,
+		rules.CustomResourceDefinitions, rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations, rules.APIServices} {
+		list, err := clients.Metadata.Resource(r.GroupVersionResource).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return rules.Uninstall{}, fmt.Errorf("read the %s OLM v1 applied for ClusterExtension %s: %w", r.GroupResource(), name, err)
+		}
+		for _, obj := range list.Items {
+			switch r.GroupResource() {
+			case rules.Services.GroupResource():
+				u.Services = append(u.Services, key(r, obj.Namespace, obj.Name))
+			case rules.CustomResourceDefinitions.GroupResource():
+				u.CRDs, u.DeletedCRDs = append(u.CRDs, obj.Name), append(u.DeletedCRDs, obj.Name)
+			case rules.APIServices.GroupResource():
+				u.APIServices = append(u.APIServices, obj.Name)
+			case rules.ValidatingWebhookConfigurations.GroupResource(), rules.MutatingWebhookConfigurations.GroupResource():
+				u.WebhookConfigurations = append(u.WebhookConfigurations, key(r, "", obj.Name))
+			default:
+				u.Workloads = append(u.Workloads, key(r, obj.Namespace, obj.Name))
+			}
+		}
+	}
+	return u, nil
+}
+
 // nestedMaps is the list of objects at fields of obj, skipping what is not an object.
 func nestedMaps(obj *unstructured.Unstructured, fields ...string) []map[string]any {
 	items, _, _ := unstructured.NestedSlice(obj.Object, fields...)

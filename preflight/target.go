@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +25,8 @@ const (
 	TypeHelm         = "helm"
 	TypeSubscription = "subscription"
 	TypeCSV          = "csv"
+	// TypeClusterExtension is an OLM v1 ClusterExtension, cluster-scoped.
+	TypeClusterExtension = "clusterextension"
 )
 
 // Target is what `operator-sweeper preflight` is asked about: TYPE/NAME of what a user
@@ -47,6 +50,8 @@ func canonicalType(typ string) string {
 		return TypeSubscription
 	case "csv", "csvs", "clusterserviceversion", "clusterserviceversions", "clusterserviceversion.operators.coreos.com", "clusterserviceversions.operators.coreos.com":
 		return TypeCSV
+	case "clusterextension", "clusterextensions", "ce", "clusterextension.olm.operatorframework.io", "clusterextensions.olm.operatorframework.io":
+		return TypeClusterExtension
 	}
 	return ""
 }
@@ -59,7 +64,10 @@ func ParseTarget(arg, namespace string) (Target, error) {
 	}
 	canonical := canonicalType(typ)
 	if canonical == "" {
-		return Target{}, sweeper.InputErrorf("preflight %q: unknown type %q; use deployment, statefulset, daemonset, helm, subscription or csv", arg, typ)
+		return Target{}, sweeper.InputErrorf("preflight %q: unknown type %q; use deployment, statefulset, daemonset, helm, subscription, csv or clusterextension", arg, typ)
+	}
+	if canonical == TypeClusterExtension {
+		return Target{Type: canonical, Name: name}, nil // cluster-scoped: -n means nothing
 	}
 	if namespace == "" {
 		return Target{}, sweeper.InputErrorf("preflight %q: give its namespace with -n", arg)
@@ -67,7 +75,12 @@ func ParseTarget(arg, namespace string) (Target, error) {
 	return Target{Type: canonical, Name: name, Namespace: namespace}, nil
 }
 
-func (t Target) String() string { return t.Type + "/" + t.Name + " -n " + t.Namespace }
+func (t Target) String() string {
+	if t.Namespace == "" {
+		return t.Type + "/" + t.Name
+	}
+	return t.Type + "/" + t.Name + " -n " + t.Namespace
+}
 
 // Resolve reads what goes with the target: the workloads that run its controllers, its CRDs,
 // Services, webhook configurations and APIServices. A target that does not exist is an
@@ -90,6 +103,8 @@ func Resolve(ctx context.Context, clients *sweeper.Clients, t Target) (rules.Uni
 		return resolveSubscription(ctx, clients, t.Namespace, t.Name)
 	case TypeCSV:
 		return resolveCSV(ctx, clients, t.Namespace, t.Name, "")
+	case TypeClusterExtension:
+		return resolveClusterExtension(ctx, clients, t.Name)
 	}
 	return rules.Uninstall{}, sweeper.InputErrorf("preflight %s: unknown type %q", t, t.Type)
 }
@@ -98,11 +113,17 @@ func Resolve(ctx context.Context, clients *sweeper.Clients, t Target) (rules.Uni
 // grants list, not get). Not found is an InputError.
 func get(ctx context.Context, clients *sweeper.Clients, r rules.Resource, namespace, name string) (*unstructured.Unstructured, error) {
 	list, err := clients.Dynamic.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	where := ""
+	if namespace != "" {
+		where = " in namespace " + namespace
+	}
 	switch {
+	case apierrors.IsNotFound(err):
+		return nil, sweeper.InputErrorf("preflight: the cluster serves no %s: is the operator that defines %s installed? (%w)", r.GroupResource(), r.Kind, err)
 	case err != nil:
-		return nil, fmt.Errorf("read %s %s/%s: %w", r.Kind, namespace, name, err)
+		return nil, fmt.Errorf("read %s %s%s: %w", r.Kind, name, where, err)
 	case len(list.Items) == 0:
-		return nil, sweeper.InputErrorf("preflight: %s %q not found in namespace %s", r.Kind, name, namespace)
+		return nil, sweeper.InputErrorf("preflight: %s %q not found%s", r.Kind, name, where)
 	}
 	return &list.Items[0], nil
 }

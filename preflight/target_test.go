@@ -31,6 +31,8 @@ func TestParseTarget(t *testing.T) {
 		{arg: "csv/x", namespace: "ns", want: Target{Type: TypeCSV, Name: "x", Namespace: "ns"}},
 		{arg: "clusterserviceversion/x", namespace: "ns", want: Target{Type: TypeCSV, Name: "x", Namespace: "ns"}},
 		{arg: "CSV/etcd.v0.9.4", namespace: "operators", want: Target{Type: TypeCSV, Name: "etcd.v0.9.4", Namespace: "operators"}},
+		{arg: "clusterextension/etcd", namespace: "", want: Target{Type: TypeClusterExtension, Name: "etcd"}},
+		{arg: "ce/etcd", namespace: "ignored", want: Target{Type: TypeClusterExtension, Name: "etcd"}},
 		{arg: "pod/x", namespace: "ns", wantErr: `unknown type "pod"`},
 		{arg: "helmrelease.helm.toolkit.fluxcd.io/x", namespace: "ns", wantErr: "unknown type"},
 		{arg: "deploy/x", namespace: "", wantErr: "give its namespace with -n"},

@@ -364,6 +364,13 @@ func (r OrphanedFinalizers) finding(verdicts []verdict) Finding {
 		f.Severity = SeverityInfo
 		f.Reason = fmt.Sprintf("owner still present, it will release %s: %s",
 			strings.Join(finalizerNames(byDecision[alive]), ", "), strings.Join(ownerNames(byDecision[alive]), ", "))
+		for _, name := range finalizerNames(byDecision[alive]) {
+			if cause := knownCause(name); cause != "" {
+				// Stuck past --min-terminating-age with its controller running: a known bug.
+				f.Severity = SeverityWarning
+				f.Evidence = append(f.Evidence, cause)
+			}
+		}
 	default:
 		f.Severity = SeverityInfo
 		f.Reason = fmt.Sprintf("owner of %s unknown; not touched", strings.Join(finalizerNames(verdicts), ", "))

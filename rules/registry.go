@@ -51,6 +51,7 @@ func Registry() []Registration {
 		register(DeadAPIServicesName, NewDeadAPIServices),
 		register(DeadWebhooksName, NewDeadWebhooks),
 		register(OLMRBACName, NewOLMRBAC),
+		register(OLMv1LeftoversName, NewOLMv1Leftovers),
 		register(OrphanedFinalizersName, NewOrphanedFinalizers),
 		register(InstallPlanOwnersName, NewInstallPlanOwners),
 		register(CatalogPodsName, NewCatalogPods),

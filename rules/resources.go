@@ -42,6 +42,11 @@ var (
 	ClusterServiceVersions = known("operators.coreos.com", "v1alpha1", "clusterserviceversions", "ClusterServiceVersion", true)
 	Operators              = known("operators.coreos.com", "v1", "operators", "Operator", false)
 	OperatorConditions     = known("operators.coreos.com", "v2", "operatorconditions", "OperatorCondition", true)
+
+	// OLM v1 (operator-framework/operator-controller).
+	ClusterExtensions = known("olm.operatorframework.io", "v1", "clusterextensions", "ClusterExtension", false)
+	ClusterCatalogs   = known("olm.operatorframework.io", "v1", "clustercatalogs", "ClusterCatalog", false)
+	ClusterObjectSets = known("olm.operatorframework.io", "v1", "clusterobjectsets", "ClusterObjectSet", false)
 )
 
 // IsFact reports whether rules draw cluster-wide facts from a resource: each shard of a split
@@ -53,7 +58,7 @@ func IsFact(gr schema.GroupResource) bool {
 		Deployments, StatefulSets, DaemonSets, Leases, EndpointSlices,
 		ClusterRoles, ClusterRoleBindings, Roles, RoleBindings,
 		MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices, CustomResourceDefinitions,
-		Subscriptions, InstallPlans, ClusterServiceVersions, Operators, OperatorConditions},
+		Subscriptions, InstallPlans, ClusterServiceVersions, Operators, OperatorConditions, ClusterExtensions},
 		func(r Resource) bool { return r.GroupResource() == gr })
 }
 

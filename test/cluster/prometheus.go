@@ -27,6 +27,12 @@ func (c *Cluster) InstallPrometheusOperatorCRDs(ctx context.Context) error {
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("prometheus-operator's CRDs are not in KUBEBUILDER_ASSETS=%s/prometheus-operator-crds: point it at the folder `hack/testbin.sh all` prints", c.assets)
 	}
+	return c.installCRDFiles(ctx, files)
+}
+
+// installCRDFiles creates the CRDs of YAML files, unless they exist, and waits until they are
+// served.
+func (c *Cluster) installCRDFiles(ctx context.Context, files []string) error {
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	var names []string
 	for _, file := range files {

@@ -217,12 +217,13 @@ func TestChartRendersTheKustomizeManifests(t *testing.T) {
 			return renderOnTop(t, []string{"base"}, []string{"components/notify"}, "")
 		},
 	}, {
-		// Each opt-in switches its key of the one ConfigMap: all three at once show they compose.
+		// Each opt-in switches its key of the one ConfigMap: all four at once show they compose.
 		name:     "opted in",
 		helmArgs: []string{"-f", "ci/opt-ins-values.yaml"},
 		kustomized: func(t *testing.T) []*unstructured.Unstructured {
 			return renderOnTop(t, []string{"base"}, []string{
 				"components/opt-in-dead-apiservices", "components/opt-in-dead-webhooks", "components/opt-in-operator-leftovers",
+				"components/opt-in-olmv1-leftovers",
 			}, "")
 		},
 	}, {
