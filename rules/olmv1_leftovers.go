@@ -131,8 +131,12 @@ func clusterExtensionGone(view *View, name string) (gone bool, evidence string, 
 		return false, "", nil, false
 	}
 	if _, served := view.Listed(ClusterExtensions.GroupResource()); !served {
-		// OLM v1 itself is gone, its CRDs with it: no ClusterExtension can exist.
+		// OLM v1 itself is gone, its CRDs with it: no ClusterExtension can exist. A CRD there but
+		// not served yet (not established) says nothing.
 		crd := ClusterExtensions.Resource + "." + ClusterExtensions.Group
+		if _, exists := view.Get(CustomResourceDefinitions.GroupResource(), "", crd); exists || !view.Observed(CustomResourceDefinitions.GroupResource(), "") {
+			return false, "", nil, false
+		}
 		return true, fmt.Sprintf("ClusterExtension %s no longer exists: OLM v1 is not installed (no CRD %s)", name, crd),
 			ObjectAbsent{CustomResourceDefinitions, "", crd}, true
 	}
@@ -345,6 +349,8 @@ func conflictOwner(view *View, crds *crdIndex, obj *Object) []string {
 				names = append(names, csv.Namespace+"/"+csv.Name)
 			}
 			owners = append(owners, fmt.Sprintf("ClusterServiceVersion %s owns it: the OLM v0 operator is still installed; delete its Subscription and CSV first (the CRD and its custom resources stay)", strings.Join(names, ", ")))
+		case len(owners) > 0 && !view.Observed(ClusterServiceVersions.GroupResource(), ""):
+			owners = append(owners, "ClusterServiceVersions were not all listed: whether the OLM v0 operator is still installed is unknown")
 		case len(owners) > 0:
 			owners = append(owners, "no ClusterServiceVersion owns it any more: the OLM v0 operator is gone, its CRD left behind")
 		}
