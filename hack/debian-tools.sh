@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages the tests need are installed: prometheus-pushgateway (a real
-# Pushgateway for the metrics tests), prometheus (for promtool, which tests the alerting rules)
-# and chromium (a headless browser that opens the -o html report). Installs what is missing when
-# the machine can (root, or password-less sudo); otherwise says how.
+# Pushgateway for the metrics tests), prometheus (for promtool, which tests the alerting rules),
+# chromium (a headless browser that opens the -o html report) and redis-server (the cache Argo CD's
+# application-controller needs, in test/controllers). Installs what is missing when the machine can
+# (root, or password-less sudo); otherwise says how.
 set -euo pipefail
 
-declare -A packages=([prometheus-pushgateway]=prometheus-pushgateway [promtool]=prometheus [chromium]=chromium)
+declare -A packages=([prometheus-pushgateway]=prometheus-pushgateway [promtool]=prometheus [chromium]=chromium [redis-server]=redis-server)
 missing=()
 for cmd in "${!packages[@]}"; do
   command -v "$cmd" >/dev/null || missing+=("${packages[$cmd]}")

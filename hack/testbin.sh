@@ -6,14 +6,15 @@
 #   hack/testbin.sh        kube-apiserver and etcd
 #   hack/testbin.sh kubectl  and kubectl, for make bench (under a minute more once kube-apiserver is built)
 #   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's olm and
-#                          catalog operators, opm, and prometheus-operator with its CRDs (about 12
-#                          minutes in all on 2 cores, from empty caches; seconds afterwards)
+#                          catalog operators, opm, prometheus-operator with its CRDs, and Argo CD
+#                          with its CRDs (about 17 minutes in all on 2 cores, from empty caches;
+#                          seconds afterwards)
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod points every k8s.io/*
 # staging module at ./staging/... and requires them at v0.0.0. A throwaway module replaces each of
 # those with the published module of the matching version, which is what the release tags hold.
-# OLM, operator-registry and prometheus-operator are built as their own main modules, from their
-# module directories.
+# OLM, operator-registry, prometheus-operator and Argo CD are built as their own main modules, from
+# their module directories.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
@@ -26,6 +27,9 @@ OLM_VERSION="${OLM_VERSION:-v0.28.0}"
 REGISTRY_VERSION="${REGISTRY_VERSION:-v1.41.0}" # what OLM_VERSION requires
 # kube-prometheus-stack's operator; the first with the status-cleanup finalizer (behind a gate).
 PROMOP_VERSION="${PROMOP_VERSION:-v0.85.0}"
+# The newest Argo CD that builds from the module proxy: v3.2.12 does not compile, and v3.3 and later
+# need a gitops-engine module the proxy does not have.
+ARGOCD_VERSION="${ARGOCD_VERSION:-v3.2.11}"
 STAGING_VERSION="v0${KUBE_VERSION#v1}"
 root="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin"
 kube="$root/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
@@ -33,6 +37,7 @@ kwok="$root/kwok-${KWOK_VERSION}"
 olm="$root/olm-${OLM_VERSION}"
 opm="$root/opm-${REGISTRY_VERSION}"
 promop="$root/prometheus-operator-${PROMOP_VERSION}"
+argocd="$root/argocd-${ARGOCD_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
 # quiet runs a command and shows its output only when it fails.
@@ -71,7 +76,7 @@ missing() {
 }
 
 if ! missing "$kube/etcd" "${kube_binaries[@]/#/$kube/}" &&
-  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm" "$promop/prometheus-operator" "$promop/prometheus-operator-crds"; }; then
+  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm" "$promop/prometheus-operator" "$promop/prometheus-operator-crds" "$argocd/argocd-application-controller" "$argocd/argocd-crds"; }; then
   : # all cached
 else
   command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
@@ -158,6 +163,37 @@ else
     cp example/prometheus-operator-crd/*.yaml "$promop/prometheus-operator-crds.tmp/"
     rm -rf "$promop/prometheus-operator-crds" && mv "$promop/prometheus-operator-crds.tmp" "$promop/prometheus-operator-crds"
   fi
+
+  if $all && missing "$argocd/argocd-application-controller" "$argocd/argocd-crds"; then
+    log "building Argo CD $ARGOCD_VERSION's application-controller (about 3 minutes)"
+    mkdir -p "$argocd" && cd "$work"
+    module_dir "github.com/argoproj/argo-cd/v3@${ARGOCD_VERSION}" "$work/argocd"
+    cd "$work/argocd"
+    # Upstream builds one binary for every component (./cmd); the application-controller's own
+    # main, in the module so that its go.mod applies, compiles a third less. It needs Redis
+    # (Debian's redis-server, from hack/debian-tools.sh), not the repo-server, to finalize deleted
+    # Applications.
+    mkdir -p hack/sweeper-application-controller
+    cat >hack/sweeper-application-controller/main.go <<'GO'
+package main
+
+import (
+	"os"
+
+	"github.com/argoproj/argo-cd/v3/cmd/argocd-application-controller/commands"
+)
+
+func main() {
+	if err := commands.NewCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+GO
+    quiet build "$argocd/argocd-application-controller" -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}" ./hack/sweeper-application-controller
+    rm -rf "$argocd/argocd-crds.tmp" && mkdir -p "$argocd/argocd-crds.tmp"
+    cp manifests/crds/*-crd.yaml "$argocd/argocd-crds.tmp/"
+    rm -rf "$argocd/argocd-crds" && mv "$argocd/argocd-crds.tmp" "$argocd/argocd-crds"
+  fi
 fi
 
 if ! $all; then
@@ -165,9 +201,9 @@ if ! $all; then
   exit 0
 fi
 # One folder with every binary of the control plane, for KUBEBUILDER_ASSETS and test/cluster.
-bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}"
+bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}-argocd-${ARGOCD_VERSION}"
 mkdir -p "$bin"
-for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/* "$promop"/*; do
+for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/* "$promop"/* "$argocd"/*; do
   ln -sfn "$f" "$bin/$(basename "$f")"
 done
 echo "$bin"

@@ -38,13 +38,18 @@ func (c *Cluster) startProcess(name, binary string, restart bool, env []string, 
 	if _, err := os.Stat(filepath.Join(c.assets, binary)); err != nil {
 		return nil, fmt.Errorf("%s is not in KUBEBUILDER_ASSETS=%s: point it at the folder `hack/testbin.sh all` prints (%w)", binary, c.assets, err)
 	}
+	return c.startBinary(name, filepath.Join(c.assets, binary), restart, env, args...)
+}
+
+// startBinary starts the binary at path as name.
+func (c *Cluster) startBinary(name, path string, restart bool, env []string, args ...string) (*Process, error) {
 	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return nil, err
 	}
 	p := &Process{
 		Name:    name,
 		Log:     filepath.Join(c.LogDir, name+".log"),
-		path:    filepath.Join(c.assets, binary),
+		path:    path,
 		args:    args,
 		env:     childEnv(env),
 		restart: restart,

@@ -23,9 +23,15 @@ const PrometheusOperatorImage = "quay.io/prometheus-operator/prometheus-operator
 // example/prometheus-operator-crd, which hack/testbin.sh copies) unless they are installed, and
 // waits until they are served.
 func (c *Cluster) InstallPrometheusOperatorCRDs(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(c.assets, "prometheus-operator-crds", "*.yaml"))
+	return c.installCRDFolder(ctx, "prometheus-operator-crds")
+}
+
+// installCRDFolder installs the CRDs of the YAML files of a folder of KUBEBUILDER_ASSETS, which
+// hack/testbin.sh all fills.
+func (c *Cluster) installCRDFolder(ctx context.Context, folder string) error {
+	files, err := filepath.Glob(filepath.Join(c.assets, folder, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("prometheus-operator's CRDs are not in KUBEBUILDER_ASSETS=%s/prometheus-operator-crds: point it at the folder `hack/testbin.sh all` prints", c.assets)
+		return fmt.Errorf("no CRDs in KUBEBUILDER_ASSETS=%s/%s: point it at the folder `hack/testbin.sh all` prints", c.assets, folder)
 	}
 	return c.installCRDFiles(ctx, files)
 }

@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+// resourcesFinalizer is the finalizer that makes Argo CD's application-controller delete an
+// Application's resources before the Application (users, the argocd CLI and ApplicationSets put it
+// on).
+const resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
+
+// argoCDApplicationController is the application-controller's StatefulSet as upstream ships it
+// (manifests/base/application-controller): kwok runs its pod, so the cluster sees it available;
+// the controller itself runs out of cluster, as a process of the test.
+const argoCDApplicationController = `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: argocd-application-controller
+  namespace: NAMESPACE
+  labels: {app.kubernetes.io/name: argocd-application-controller, app.kubernetes.io/part-of: argocd, app.kubernetes.io/component: application-controller}
+spec:
+  replicas: 1
+  serviceName: argocd-application-controller
+  selector: {matchLabels: {app.kubernetes.io/name: argocd-application-controller}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: argocd-application-controller}}
+    spec: {containers: [{name: argocd-application-controller, image: ` + cluster.ArgoCDImage + `}]}
+`
+
+// argoCDApplication is an Application APP of namespace NAMESPACE deploying to namespace DEST of
+// the cluster Argo CD runs in, with resourcesFinalizer, and a ConfigMap it manages there: Argo
+// CD v3 tracks what an Application manages by annotation. No repo-server runs: the Application is
+// never synced, which deleting it does not need.
+const argoCDApplication = `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: APP, namespace: NAMESPACE, finalizers: [` + resourcesFinalizer + `]}
+spec:
+  project: default
+  source: {repoURL: 'https://git.example.invalid/guestbook.git', path: guestbook, targetRevision: HEAD}
+  destination: {server: 'https://kubernetes.default.svc', namespace: DEST}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: APP-ui, namespace: DEST, annotations: {argocd.argoproj.io/tracking-id: 'APP:/ConfigMap:DEST/APP-ui'}}
+`
+
+func applications(namespace string) interface {
+	Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
+	Delete(context.Context, string, metav1.DeleteOptions, ...string) error
+	Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
+} {
+	return testCluster.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace(namespace)
+}
+
+// TestArgoCDResourcesFinalizer runs the real Argo CD v3.2.11 application-controller against the
+// real control plane. While its StatefulSet is available, an Application being deleted is kept,
+// and the finding names the StatefulSet; the controller then deletes the resources the
+// Application manages and removes its finalizer itself. Scaled to 0, it is warned about, nothing
+// released. Uninstalled (its StatefulSet deleted), the stuck Application is released by the
+// shipped config, as the CronJob's ServiceAccount, and what it managed is left in place.
+func TestArgoCDResourcesFinalizer(t *testing.T) {
+	setUpOnce(t)
+	ctx := context.Background()
+	require.NoError(t, testCluster.InstallArgoCDCRDs(ctx))
+	ns := testCluster.NewNamespace(t, "argocd")
+	dest := testCluster.NewNamespace(t, "guestbook")
+	_, err := testCluster.Create(ctx, cluster.Fill(argoCDApplicationController, ns))
+	require.NoError(t, err)
+	eventually(t, time.Minute, "the application-controller's StatefulSet is available", func() bool {
+		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
+		return err == nil && s.Status.AvailableReplicas == 1
+	})
+	controller, err := testCluster.StartArgoCDApplicationController(ctx, ns)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = controller.Stop() })
+
+	var apps []*unstructured.Unstructured
+	for _, name := range []string{"lagging", "orphaned"} {
+		objs, err := testCluster.Create(ctx, strings.NewReplacer("APP", name, "NAMESPACE", ns, "DEST", dest).Replace(argoCDApplication))
+		require.NoError(t, err)
+		apps = append(apps, objs[0])
+	}
+	t.Cleanup(func() {
+		for _, a := range apps {
+			_, _ = applications(ns).Patch(ctx, a.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	})
+	for _, a := range apps {
+		eventually(t, time.Minute, "the controller reconciles Application "+a.GetName(), func() bool {
+			now, err := applications(ns).Get(ctx, a.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			reconciled, _, _ := unstructured.NestedString(now.Object, "status", "reconciledAt")
+			return reconciled != ""
+		})
+	}
+	// managed gets the ConfigMap app manages.
+	managed := func(app *unstructured.Unstructured) error {
+		_, err := testCluster.Kube.CoreV1().ConfigMaps(dest).Get(ctx, app.GetName()+"-ui", metav1.GetOptions{})
+		return err
+	}
+
+	// Running, as far as the cluster can tell (its StatefulSet available), but lagging: the
+	// process is stopped while an Application is deleted.
+	require.NoError(t, controller.Stop())
+	lagging := apps[0]
+	require.NoError(t, applications(ns).Delete(ctx, lagging.GetName(), metav1.DeleteOptions{}))
+	rep := sweep(t)
+	f := findingAbout(rep, "orphaned-finalizers", lagging)
+	require.NotNil(t, f, "the terminating Application is reported")
+	assert.Nil(t, f.Action, "its controller runs: nothing released")
+	assert.Contains(t, strings.Join(f.Evidence, "\n"), "StatefulSet "+ns+"/argocd-application-controller", "the finding names the controller")
+	now, err := applications(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{resourcesFinalizer}, now.GetFinalizers())
+
+	// Back, the controller deletes what the Application manages, then removes its finalizer.
+	controller, err = testCluster.StartArgoCDApplicationController(ctx, ns)
+	require.NoError(t, err)
+	eventually(t, 2*time.Minute, "the controller finalizes the deleted Application", func() bool {
+		_, err := applications(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	err = managed(lagging)
+	assert.True(t, apierrors.IsNotFound(err), "the controller deleted the ConfigMap the Application managed: %v", err)
+	require.NoError(t, controller.Stop())
+
+	// Scaled to 0: a warning, nothing released.
+	_, err = testCluster.Kube.AppsV1().StatefulSets(ns).Patch(ctx, "argocd-application-controller", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	eventually(t, time.Minute, "the application-controller's StatefulSet has no replica", func() bool {
+		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
+		return err == nil && s.Status.Replicas == 0
+	})
+	orphaned := apps[1]
+	require.NoError(t, applications(ns).Delete(ctx, orphaned.GetName(), metav1.DeleteOptions{}))
+	rep = sweep(t)
+	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	require.NotNil(t, f)
+	assert.Nil(t, f.Action, "scaled to 0 is not uninstalled")
+	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+resourcesFinalizer+": StatefulSet "+ns+"/argocd-application-controller", f.Reason)
+	assert.Empty(t, actedOn(rep, ns))
+
+	// Uninstalled: the stuck Application is released by the shipped config; what it managed is
+	// left in place, as releasing the finalizer by hand leaves it.
+	require.NoError(t, testCluster.Kube.AppsV1().StatefulSets(ns).Delete(ctx, "argocd-application-controller", metav1.DeleteOptions{}))
+	eventually(t, time.Minute, "the application-controller's StatefulSet is gone", func() bool {
+		_, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	rep = sweep(t)
+	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	require.NotNil(t, f)
+	assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
+	assert.Equal(t, []string{"orphaned-finalizers Application orphaned"}, actedOn(rep, ns))
+	eventually(t, time.Minute, "the released Application is gone", func() bool {
+		_, err := applications(ns).Get(ctx, orphaned.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	assert.NoError(t, managed(orphaned), "the ConfigMap the released Application managed is left")
+}
