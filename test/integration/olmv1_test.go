@@ -252,7 +252,8 @@ spec:
     message: "CustomResourceDefinition 'etcdclusters.NAMESPACE.olmv1-test.io' already exists in namespace '' and cannot be managed by operator-controller"
 `, ns, ns+"-etcd"))[0]
 
-	rep, stderr, code := runReport(t, "--include-namespaces", ns)
+	// The whole cluster: that no CSV owns the CRD is known only from every namespace.
+	rep, stderr, code := runReport(t)
 	require.Equal(t, 0, code, stderr)
 	f := findingAbout(t, rep, rules.OLMv1LeftoversName, blocked)
 	assert.Contains(t, f.Reason, "single-owner rule")
