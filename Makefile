@@ -31,15 +31,26 @@ build: ## Build a static bin/operator-sweeper (CGO_ENABLED=0, -trimpath, version
 # The platforms of the kubectl plugin's release archives, and the krew manifest that lists them.
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
+# The chart's version in a release: the release's, without its v, when it is a SemVer tag; the
+# chart's own otherwise (an untagged build).
+CHART_VERSION ?= $(shell echo '$(VERSION)' | sed -n 's/^v\([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*.*\)$$/\1/p')
+# Where make chart-push publishes the chart, as an OCI artifact.
+CHART_REGISTRY ?= oci://ghcr.io/operator-sweeper/charts
+
 .PHONY: dist
-dist: ## Build the kubectl plugin's release archives into bin/dist (reproducible tar.gz per platform).
+dist: ## Build the kubectl plugin's release archives and the Helm chart's package into bin/dist.
 	@rm -rf bin/dist && mkdir -p bin/dist
 	@for platform in $(DIST_PLATFORMS); do \
 	  os="$${platform%/*}"; arch="$${platform#*/}"; dir="bin/dist/$${os}_$${arch}"; mkdir -p "$$dir"; \
 	  CGO_ENABLED=0 GOOS="$$os" GOARCH="$$arch" $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$dir/kubectl-sweeper" ./cmd/operator-sweeper; \
 	  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$$dir" -cf - kubectl-sweeper | gzip -n > "bin/dist/kubectl-sweeper_$(VERSION)_$${os}_$${arch}.tar.gz"; \
 	done
-	@ls bin/dist/*.tar.gz
+	"$$(hack/helm.sh)" package charts/operator-sweeper -d bin/dist $(if $(CHART_VERSION),--version $(CHART_VERSION) --app-version v$(CHART_VERSION))
+	@ls bin/dist/*.tar.gz bin/dist/*.tgz
+
+.PHONY: chart-push
+chart-push: ## Publish the chart make dist packaged to $(CHART_REGISTRY) as an OCI artifact (helm registry login first).
+	"$$(hack/helm.sh)" push bin/dist/operator-sweeper-*.tgz $(CHART_REGISTRY)
 
 .PHONY: krew-manifest
 krew-manifest: dist ## Write plugins/sweeper.yaml, the krew manifest of the archives of $(VERSION).

@@ -81,7 +81,13 @@ func Apply(t *testing.T, c *cluster.Cluster, objs []*unstructured.Unstructured, 
 // and returns a client config and a kubeconfig file that authenticate as it.
 func ServiceAccountConfig(t *testing.T, c *cluster.Cluster) (*rest.Config, string) {
 	t.Helper()
-	token, err := c.Kube.CoreV1().ServiceAccounts("operator-sweeper").CreateToken(context.Background(), "operator-sweeper",
+	return ServiceAccountConfigIn(t, c, "operator-sweeper")
+}
+
+// ServiceAccountConfigIn is ServiceAccountConfig for the sweeper's ServiceAccount in namespace.
+func ServiceAccountConfigIn(t *testing.T, c *cluster.Cluster, namespace string) (*rest.Config, string) {
+	t.Helper()
+	token, err := c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), "operator-sweeper",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	cfg := &rest.Config{Host: c.Config.Host, BearerToken: token.Status.Token,

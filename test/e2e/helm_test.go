@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"io"
+	"log"
+	"net/http/httptest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +19,7 @@ import (
 	"sync"
 	"testing"
 
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -175,9 +180,15 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
-// TestChartRendersTheKustomizeManifests: helm template renders the kustomize base with the
-// default values, and each overlay with its values file under ci/.
+// TestChartRendersTheKustomizeManifests: helm template renders the kustomize base with
+// createNamespace (the base makes its Namespace, the chart leaves it to Helm by default), and each
+// overlay with its values file under ci/; with the default values, the same objects but the
+// Namespace.
 func TestChartRendersTheKustomizeManifests(t *testing.T) {
+	t.Run("default values", func(t *testing.T) {
+		base := slices.DeleteFunc(deploy.Render(t, "base"), func(obj *unstructured.Unstructured) bool { return obj.GetKind() == "Namespace" })
+		assertSameObjects(t, base, helmTemplate(t))
+	})
 	for _, tc := range []struct {
 		name       string
 		helmArgs   []string
@@ -240,7 +251,7 @@ func TestChartRendersTheKustomizeManifests(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			assertSameObjects(t, tc.kustomized(t), helmTemplate(t, tc.helmArgs...))
+			assertSameObjects(t, tc.kustomized(t), helmTemplate(t, append([]string{"--set", "createNamespace=true"}, tc.helmArgs...)...))
 		})
 	}
 }
@@ -305,4 +316,34 @@ func TestHelmChartDeploysAndSweeps(t *testing.T) {
 	} {
 		assert.Equal(t, report.OutcomeApplied, outcomes[key], key)
 	}
+}
+
+// TestChartPublishedAndInstalled: the chart make dist packages, pushed as an OCI artifact to a
+// registry, installs from it as every chart's README says, helm install -n NAMESPACE
+// --create-namespace, on a fresh API server; and its ServiceAccount sweeps with no 403.
+func TestChartPublishedAndInstalled(t *testing.T) {
+	dist := t.TempDir()
+	runHelm(t, "package", chartDir, "-d", dist, "--version", "0.0.1-test", "--app-version", "v0.0.1-test")
+	registry := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer registry.Close()
+	repo := "oci://" + strings.TrimPrefix(registry.URL, "http://") + "/charts"
+	runHelm(t, "push", filepath.Join(dist, "operator-sweeper-0.0.1-test.tgz"), repo, "--plain-http")
+
+	fresh, err := cluster.Start()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, fresh.Stop()) }()
+	const namespace = "sweeper-helm"
+	runHelm(t, "install", "operator-sweeper", repo+"/operator-sweeper", "--version", "0.0.1-test", "--plain-http",
+		"--namespace", namespace, "--create-namespace", "--kubeconfig", fresh.Kubeconfig)
+	status := runHelm(t, "status", "operator-sweeper", "--namespace", namespace, "--kubeconfig", fresh.Kubeconfig)
+	assert.Contains(t, status, "STATUS: deployed")
+
+	objs := helmTemplate(t)
+	_, kubeconfig := deploy.ServiceAccountConfigIn(t, fresh, namespace)
+	// Outside a pod, the sweeper's namespace is given, as the pod's would be.
+	args := slices.Concat(deploy.CronJobArgs(t, objs), []string{"--kubeconfig", kubeconfig, "--sweeper-namespace", namespace})
+	rep, stderr, code := sweeperBinary.RunReport(t, args...)
+	require.Equal(t, 0, code, stderr)
+	noForbidden(t, rep)
+	assert.Positive(t, rep.Summary.Resources, "it walked")
 }
