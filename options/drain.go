@@ -36,7 +36,7 @@ func defaultDrainOptions() DrainOptions {
 func (o *DrainOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Drain, FlagDrain, o.Drain, "Delete the custom resources the uninstall would leave blocked, while the operator runs to finalize them, and wait for them to go (with --dry-run=none).")
 	fs.DurationVar(&o.DrainTimeout.Duration, FlagDrainTimeout, o.DrainTimeout.Duration, "How long --drain waits for the deleted custom resources to go.")
-	fs.BoolVar(&o.DrainProtected, FlagDrainProtected, o.DrainProtected, "Drain what a protected (data-guarding) mapping guards too: deleting those deletes their data, by design.")
+	fs.BoolVar(&o.DrainProtected, FlagDrainProtected, o.DrainProtected, "Drain what a protected (data-guarding) or cascading mapping guards too: deleting those deletes their data or what they deployed, by design.")
 }
 
 // Validate returns every problem of the group.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,10 +66,15 @@ func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg D
 	err = wait.PollUntilContextCancel(waitCtx, cfg.Interval, true, func(ctx context.Context) (bool, error) {
 		now := 0
 		for _, l := range lists {
-			if err := l.refresh(ctx, clients.Metadata); err != nil {
-				// One failed list is retried at the next tick; the timeout bounds it.
+			err := l.refresh(ctx, clients.Metadata)
+			switch {
+			case apierrors.IsNotFound(err):
+				// The resource is no longer served (its CRD went): none of its objects is left.
+				clear(l.objects)
+			case err != nil:
+				// A failed list is tried again at the next tick, the others still are now; the
+				// timeout bounds it.
 				logger.WarnContext(ctx, "drain: list failed", "resource", l.resource.GroupResource(), "namespace", l.namespace, "error", err)
-				return false, nil
 			}
 			now += len(l.objects)
 		}
@@ -92,11 +98,13 @@ func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg D
 	if ctx.Err() != nil || !wait.Interrupted(err) {
 		waited = "still there when the wait was interrupted"
 	}
+	stayed := map[types.UID]string{}
 	for _, l := range lists {
 		for _, obj := range l.objects {
-			r.MarkStayed(obj.uid, stayedBecause(waited, obj.finalizers))
+			stayed[obj.uid] = stayedBecause(waited, obj.finalizers)
 		}
 	}
+	r.MarkStayed(stayed)
 	logger.WarnContext(ctx, "drain: deleted custom resources stayed", "stayed", left, "of", total)
 	return nil
 }

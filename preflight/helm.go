@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -41,44 +43,43 @@ type helmRelease struct {
 	} `json:"chart"`
 }
 
-// resolveRelease reads the latest deployed revision of Helm release namespace/name, in Secrets
+// resolveRelease reads the latest revision of Helm release namespace/name, in Secrets
 // and ConfigMaps, and what its manifest and its chart's crds/ install.
 func resolveRelease(ctx context.Context, clients *sweeper.Clients, namespace, name string) (rules.Uninstall, error) {
 	title := fmt.Sprintf("Helm release %s/%s", namespace, name)
-	var latest, deployed *unstructured.Unstructured
-	latestRevision, deployedRevision := int64(-1), int64(-1)
+	// helm uninstall deletes what the latest revision holds, whatever its status (failed and
+	// pending-* revisions have live objects too): pkg/action/uninstall.go.
+	var latest *unstructured.Unstructured
+	latestRevision := int64(-1)
 	for _, r := range []rules.Resource{rules.Secrets, rules.ConfigMaps} {
-		list, err := clients.Dynamic.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+		list, err := clients.Dynamic.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()})
 		if err != nil {
 			return rules.Uninstall{}, fmt.Errorf("read the records of %s in %s: %w", title, r.GroupResource(), err)
 		}
 		for i := range list.Items {
 			record := &list.Items[i]
-			revision, _ := strconv.ParseInt(record.GetLabels()["version"], 10, 64)
-			if revision > latestRevision {
+			if revision, _ := strconv.ParseInt(record.GetLabels()["version"], 10, 64); revision > latestRevision {
 				latest, latestRevision = record, revision
-			}
-			if record.GetLabels()["status"] == "deployed" && revision > deployedRevision {
-				deployed, deployedRevision = record, revision
 			}
 		}
 	}
-	switch {
-	case latest == nil:
+	if latest == nil {
 		return rules.Uninstall{}, sweeper.InputErrorf("preflight: %s not found: no Secret or ConfigMap in %s labelled owner=helm, name=%s (a release kept in SQL cannot be read)", title, namespace, name)
-	case deployed == nil:
-		return rules.Uninstall{}, sweeper.InputErrorf("preflight: %s has no deployed revision: its latest, %s %s, has status %s", title, latest.GetKind(), latest.GetName(), latest.GetLabels()["status"])
 	}
-	release, err := decodeRelease(deployed)
+	if status := latest.GetLabels()["status"]; status == "uninstalled" || status == "uninstalling" {
+		return rules.Uninstall{}, sweeper.InputErrorf("preflight: %s is %s already: its latest revision, %s %s, says so", title, status, latest.GetKind(), latest.GetName())
+	}
+	release, err := decodeRelease(latest)
 	if err != nil {
-		return rules.Uninstall{}, fmt.Errorf("%s, %s %s: %w", title, deployed.GetKind(), deployed.GetName(), err)
+		return rules.Uninstall{}, fmt.Errorf("%s, %s %s: %w", title, latest.GetKind(), latest.GetName(), err)
 	}
 	u := rules.Uninstall{Target: title}
 	if err := addManifest(&u, namespace, release.Manifest, true); err != nil {
-		return rules.Uninstall{}, fmt.Errorf("%s, %s %s: manifest: %w", title, deployed.GetKind(), deployed.GetName(), err)
+		return rules.Uninstall{}, fmt.Errorf("%s, %s %s: manifest: %w", title, latest.GetKind(), latest.GetName(), err)
 	}
 	for _, file := range release.Chart.Files {
-		if strings.HasPrefix(file.Name, "crds/") {
+		// Helm installs the YAML and JSON files of crds/ only (chart.CRDObjects).
+		if ext := path.Ext(file.Name); strings.HasPrefix(file.Name, "crds/") && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
 			if err := addManifest(&u, namespace, string(file.Data), false); err != nil {
 				return rules.Uninstall{}, fmt.Errorf("%s: chart file %s: %w", title, file.Name, err)
 			}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -65,6 +66,9 @@ func ParseTarget(arg, namespace string) (Target, error) {
 	canonical := canonicalType(typ)
 	if canonical == "" {
 		return Target{}, sweeper.InputErrorf("preflight %q: unknown type %q; use deployment, statefulset, daemonset, helm, subscription, csv or clusterextension", arg, typ)
+	}
+	if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
+		return Target{}, sweeper.InputErrorf("preflight %q: %q is not a name: %s", arg, name, strings.Join(problems, "; "))
 	}
 	if canonical == TypeClusterExtension {
 		return Target{Type: canonical, Name: name}, nil // cluster-scoped: -n means nothing

@@ -99,12 +99,16 @@ func (r *Report) Explain(uid types.UID, what string, early []Early) *Explanation
 // blockedBy itself, so that an object without findings still has the chains it is in.
 func (r *Report) chainOf(uid types.UID) []int {
 	c := r.chains()
-	keeps := map[types.UID][]types.UID{} // what each object keeps stuck
+	keeps := map[types.UID]map[types.UID]bool{} // what each object keeps stuck
 	for _, f := range r.Findings {
 		for _, b := range f.BlockedBy {
-			if b.UID != f.Object.UID && !slices.Contains(keeps[b.UID], f.Object.UID) {
-				keeps[b.UID] = append(keeps[b.UID], f.Object.UID)
+			if b.UID == f.Object.UID {
+				continue
 			}
+			if keeps[b.UID] == nil {
+				keeps[b.UID] = map[types.UID]bool{}
+			}
+			keeps[b.UID][f.Object.UID] = true
 		}
 	}
 	keep := map[types.UID]bool{}
@@ -118,7 +122,7 @@ func (r *Report) chainOf(uid types.UID) []int {
 		}
 	}
 	up = func(u types.UID) {
-		for _, blocked := range keeps[u] {
+		for blocked := range keeps[u] {
 			if !keep[blocked] {
 				keep[blocked] = true
 				up(blocked)

@@ -265,18 +265,24 @@ func (s *Summary) count(f FindingResult) {
 	}
 }
 
-// MarkStayed records that the object of the finding with uid, deleted, was still there when the
-// command stopped waiting for it: the action failed (stayed), message says why; the summary is
-// counted again. It reports whether a finding had that object.
-func (r *Report) MarkStayed(uid types.UID, message string) bool {
-	i := slices.IndexFunc(r.Findings, func(f FindingResult) bool { return f.Object.UID == uid && f.Action != nil })
-	if i < 0 {
-		return false
+// MarkStayed records that the objects of findings, deleted, were still there when the command
+// stopped waiting for them: their actions failed (stayed), with the message of each UID; the
+// summary is counted again, once. It returns how many findings it marked.
+func (r *Report) MarkStayed(stayed map[types.UID]string) int {
+	marked := 0
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		message, ok := stayed[f.Object.UID]
+		if !ok || f.Action == nil {
+			continue
+		}
+		f.Outcome, f.FailReason, f.SkipReason, f.Error = OutcomeFailed, ReasonStayed, "", message
+		marked++
 	}
-	f := &r.Findings[i]
-	f.Outcome, f.FailReason, f.SkipReason, f.Error = OutcomeFailed, ReasonStayed, "", message
-	r.recount()
-	return true
+	if marked > 0 {
+		r.recount()
+	}
+	return marked
 }
 
 // recount counts the findings and their outcomes again.

@@ -104,7 +104,11 @@ func TestMarkStayed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := drainReport()
 			for i, uid := range tt.uids {
-				assert.Equal(t, tt.wantMarked[i], r.MarkStayed(uid, stayed), uid)
+				want := 0
+				if tt.wantMarked[i] {
+					want = 1
+				}
+				assert.Equal(t, want, r.MarkStayed(map[types.UID]string{uid: stayed}), uid)
 			}
 			want := drainReport()
 			for _, i := range tt.wantChanged {
@@ -123,7 +127,7 @@ func TestMarkStayedFailsTheRun(t *testing.T) {
 	r := New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), Metadata{Mode: DryRunNone})
 	r.Add(FindingResult{Rule: "preflight", Object: ObjectSummary{Kind: "Widget", Name: "w", UID: "w"}, Action: &ActionSummary{Type: "Delete"}, Outcome: OutcomeApplied})
 	require.False(t, r.Failed())
-	require.True(t, r.MarkStayed("w", "still there"))
+	require.Equal(t, 1, r.MarkStayed(map[types.UID]string{"w": "still there"}))
 	assert.True(t, r.Failed(), "something stayed: do not uninstall yet")
 	assert.Equal(t, Summary{Findings: 1, Failed: 1}, r.Summary)
 }

@@ -34,6 +34,10 @@ type FinalizerOwner struct {
 	Protect bool `json:"protect,omitempty"`
 	// Guards says what a protected finalizer guards: what releasing it would leave behind.
 	Guards string `json:"guards,omitempty"`
+	// Cascades says what the controller deletes when an object with the finalizer is deleted
+	// (an Argo CD Application's resources, what a Flux Kustomization pruned, the operator a CSV
+	// installed): preflight --drain deletes such objects only with --drain-protected.
+	Cascades string `json:"cascades,omitempty"`
 }
 
 // Controller identifies workloads by kind, and by name, label selector or container image, in one
@@ -386,14 +390,25 @@ func (c controllerMatcher) matches(view *View) []*Object {
 	}
 	var out []*Object
 	for _, w := range candidates {
-		switch {
-		case c.Name != "" && w.Name == c.Name,
-			c.selector != nil && c.selector.Matches(labels.Set(w.Labels)),
-			c.Image != "" && slices.ContainsFunc(containerImages(w), func(image string) bool { return imageMatches(c.Image, image) }):
+		if c.matchesWorkload(w) {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// matchesWorkload reports whether the controller is the workload w.
+func (c controllerMatcher) matchesWorkload(w *Object) bool {
+	if c.resource.GroupResource() != w.Resource.GroupResource() || (c.Namespace != "" && c.Namespace != w.Namespace) {
+		return false
+	}
+	switch {
+	case c.Name != "":
+		return w.Name == c.Name
+	case c.selector != nil:
+		return c.selector.Matches(labels.Set(w.Labels))
+	}
+	return c.Image != "" && slices.ContainsFunc(containerImages(w), func(image string) bool { return imageMatches(c.Image, image) })
 }
 
 // containerImages are the images of a workload's pod template.

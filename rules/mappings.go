@@ -14,7 +14,12 @@ import (
 // the cluster are protected: reported, never released.
 func DefaultFinalizerOwners() []FinalizerOwner {
 	olmOperator := Controller{Kind: "Deployment", Name: "olm-operator"}
-	catalogd := FinalizerOwner{Controllers: []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}, Leases: []string{"catalogd-operator-lock"}}
+	catalogd := FinalizerOwner{Controllers: []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}, Leases: []string{"catalogd-operator-lock"},
+		Cascades: "the catalog's content, which installed operators resolve from"}
+	const (
+		csvCascades  = "the operator the ClusterServiceVersion installed"
+		argoCascades = "the resources the Application deployed"
+	)
 	// Argo CD's components share one image, so any of them running keeps its finalizers; the
 	// labels differ between the upstream manifests and chart (app.kubernetes.io/name) and
 	// argocd-operator, OpenShift GitOps among them (<instance>-application-controller, with
@@ -41,17 +46,18 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 		},
 		// operator-framework/operator-lifecycle-manager v0: olm-operator alone adds and removes
 		// csv-cleanup (pkg/controller/operators/olm/operator.go); OLM v0 holds no Lease.
-		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}},
+		{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{olmOperator}, Cascades: csvCascades},
 		// No other OLM v0 finalizer exists today; should one appear, either component may own it.
-		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}},
+		{Pattern: "operators.coreos.com/*", Controllers: []Controller{olmOperator, {Kind: "Deployment", Name: "catalog-operator"}}, Cascades: csvCascades},
 		// OLM v1: catalogd owns ClusterCatalog's delete-server-cache (formerly under
 		// catalogd.operatorframework.io), operator-controller the rest (cmd/*/main.go).
-		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
-		{Pattern: "catalogd.operatorframework.io/*", Controllers: catalogd.Controllers, Leases: catalogd.Leases},
+		{Pattern: "olm.operatorframework.io/delete-server-cache", Controllers: catalogd.Controllers, Leases: catalogd.Leases, Cascades: catalogd.Cascades},
+		{Pattern: "catalogd.operatorframework.io/*", Controllers: catalogd.Controllers, Leases: catalogd.Leases, Cascades: catalogd.Cascades},
 		{
 			Pattern:     "olm.operatorframework.io/*",
 			Controllers: []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}},
 			Leases:      []string{"9c4404e7.operatorframework.io"},
+			Cascades:    "the extension the ClusterExtension installed",
 		},
 		// cert-manager/cert-manager: ACME Challenges only (pkg/apis/acme/v1/const.go; removed in
 		// pkg/controller/acmechallenges/sync.go after the solver is cleaned up); the controller
@@ -62,8 +68,8 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 		// argoproj/argo-cd: pkg/apis/application/v1alpha1/application_defaults.go; the
 		// application-controller removes them from Applications and AppProjects
 		// (controller/appcontroller.go), and holds no Lease: it shards.
-		{Pattern: "*.argocd.argoproj.io", Resources: []string{"applications.argoproj.io", "appprojects.argoproj.io"}, Controllers: argoApplicationController},
-		{Pattern: "*.argocd.argoproj.io/*", Resources: []string{"applications.argoproj.io", "appprojects.argoproj.io"}, Controllers: argoApplicationController},
+		{Pattern: "*.argocd.argoproj.io", Resources: []string{"applications.argoproj.io", "appprojects.argoproj.io"}, Controllers: argoApplicationController, Cascades: argoCascades},
+		{Pattern: "*.argocd.argoproj.io/*", Resources: []string{"applications.argoproj.io", "appprojects.argoproj.io"}, Controllers: argoApplicationController, Cascades: argoCascades},
 		// The applicationset-controller adds and removes it on ApplicationSets
 		// (applicationset/controllers/applicationset_controller.go).
 		{
@@ -73,7 +79,8 @@ func DefaultFinalizerOwners() []FinalizerOwner {
 				{Kind: "Deployment", Selector: "app.kubernetes.io/name=argocd-applicationset-controller"},
 				{Kind: "Deployment", Selector: "app.kubernetes.io/component=applicationset-controller,app.kubernetes.io/part-of=argocd"},
 			}, argoImages...),
-			Leases: []string{"58ac56fa.applicationsets.argoproj.io"},
+			Leases:   []string{"58ac56fa.applicationsets.argoproj.io"},
+			Cascades: "the Applications the ApplicationSet generated, and what they deployed",
 		},
 		// VictoriaMetrics/operator: api/operator/v1beta1/vmextra_types.go, on the kinds of
 		// operator.victoriametrics.com (before v0.69 also on the core objects it made: not
@@ -245,7 +252,8 @@ func flux() []FinalizerOwner {
 				{Kind: "Deployment", Selector: "app=" + name},
 				{Kind: "Deployment", Image: "fluxcd/" + name},
 			},
-			Leases: []string{name + "-leader-election*"},
+			Leases:   []string{name + "-leader-election*"},
+			Cascades: "what the object deployed (pruned, or uninstalled)",
 		}
 	}
 	return []FinalizerOwner{

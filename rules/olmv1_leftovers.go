@@ -177,7 +177,12 @@ func (r OLMv1Leftovers) Plan(_ context.Context, view *View) []Finding {
 		case obj.Resource.GroupResource() == CustomResourceDefinitions.GroupResource():
 			r.crd(view, obj, fact, &f)
 		case slices.ContainsFunc(olmv1Deletable, func(d Resource) bool { return d.GroupResource() == obj.Resource.GroupResource() }):
-			f.Action, f.Facts = Delete{}, []Fact{fact}
+			// RBAC goes only once no workload of the extension is left that could run with it.
+			if held := labelledWorkloads(view, name); held != "" {
+				f.Evidence = append(f.Evidence, held)
+				break
+			}
+			f.Action, f.Facts = Delete{}, []Fact{fact, noLabelledWorkloads(name)}
 			if !r.args.Delete {
 				f.OptIn = "rules.olmv1-leftovers.delete"
 			}
@@ -420,4 +425,48 @@ func bindsServiceAccount(binding *Object, namespace, name string) bool {
 		}
 	}
 	return false
+}
+
+// olmv1Workloads are the kinds of the workloads OLM v1 applies for an extension.
+var olmv1Workloads = []Resource{Deployments, StatefulSets, DaemonSets}
+
+// olmv1OwnerSelector selects what OLM v1 labelled as applied for ClusterExtension name.
+func olmv1OwnerSelector(name string) string {
+	return olmv1OwnerKind + "=" + ClusterExtensions.Kind + "," + olmv1OwnerName + "=" + name
+}
+
+// labelledWorkloads says why the RBAC of ClusterExtension name must stay: a workload labelled for
+// it still exists (and may run with it), or the workloads were not all listed; "" if neither.
+func labelledWorkloads(view *View, name string) string {
+	for _, r := range olmv1Workloads {
+		if !view.Observed(r.GroupResource(), "") {
+			return fmt.Sprintf("kept: %s were not all listed, and one of the extension's may still run with it", r.GroupResource())
+		}
+		for _, w := range view.List(r.GroupResource()) {
+			if owner, ok := olmv1Owner(w); ok && owner == name && w.DeletionTimestamp == nil {
+				return fmt.Sprintf("kept while %s %s/%s, applied for the same ClusterExtension, exists: it may run with it (delete it first)", r.Kind, w.Namespace, w.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// noLabelledWorkloads is the fact that no workload labelled for ClusterExtension name exists.
+func noLabelledWorkloads(name string) Fact {
+	var reads []Read
+	for _, r := range olmv1Workloads {
+		reads = append(reads, Read{Resource: r.GroupResource(), Selector: olmv1OwnerSelector(name)})
+	}
+	return factOf{
+		key:   "no workloads of ClusterExtension " + name,
+		reads: reads,
+		holds: func(view *View) (bool, string) {
+			for _, r := range olmv1Workloads {
+				if objs := view.List(r.GroupResource()); len(objs) > 0 {
+					return false, fmt.Sprintf("re-checked live: %s %s/%s of ClusterExtension %s exists now", r.Kind, objs[0].Namespace, objs[0].Name, name)
+				}
+			}
+			return true, fmt.Sprintf("re-checked live: no workload of ClusterExtension %s", name)
+		},
+	}
 }

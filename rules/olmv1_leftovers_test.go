@@ -131,7 +131,7 @@ func TestOLMv1Leftovers(t *testing.T) {
 			Evidence: []string{ceOwnerLine("etcd"), why},
 			Action:   Delete{},
 			OptIn:    olmv1OptIn,
-			Facts:    []string{fact},
+			Facts:    []string{fact, "no workloads of ClusterExtension etcd"},
 		}
 	}
 	// reported is the finding of another labelled object of gone ClusterExtension etcd.
@@ -142,6 +142,11 @@ func TestOLMv1Leftovers(t *testing.T) {
 			Reason:   "applied by OLM v1 for ClusterExtension etcd, which no longer exists; its " + obj.Resource.Kind + " is left behind",
 			Evidence: append([]string{ceOwnerLine("etcd"), gone}, evidence...),
 		}
+	}
+	// kept is the finding of a labelled RBAC object of gone ClusterExtension etcd while its
+	// Deployment exists: it may still run with it.
+	kept := func(obj *Object) olmv1Want {
+		return reported(obj, "kept while Deployment etcd-system/etcd-operator, applied for the same ClusterExtension, exists: it may run with it (delete it first)")
 	}
 	// collected is the finding of a labelled object the garbage collector deletes.
 	collected := func(obj *Object) olmv1Want {
@@ -182,14 +187,28 @@ func TestOLMv1Leftovers(t *testing.T) {
 		{
 			name:    "ClusterExtension gone: RBAC deleted, the rest reported, the namespace counted",
 			served:  served,
-			objects: leftovers,
+			objects: slices.DeleteFunc(slices.Clone(leftovers), func(o *Object) bool { return o == deployment }),
 			want: []olmv1Want{ // in the view's order: by resource, namespace, name
 				deleted(clusterBinding, gone, absentCE),
 				deleted(clusterRole, gone, absentCE),
 				reported(configMap),
-				reported(deployment),
 				deleted(binding, gone, absentCE),
 				deleted(role, gone, absentCE),
+				reported(serviceAccount),
+				holding(namespace, "4 of ClusterExtension etcd"),
+			},
+		},
+		{
+			name:    "ClusterExtension gone, its Deployment still there: RBAC kept, everything reported",
+			served:  served,
+			objects: leftovers,
+			want: []olmv1Want{
+				kept(clusterBinding),
+				kept(clusterRole),
+				reported(configMap),
+				reported(deployment),
+				kept(binding),
+				kept(role),
 				reported(serviceAccount),
 				holding(namespace, "5 of ClusterExtension etcd"),
 			},
@@ -431,8 +450,20 @@ func TestOLMv1LeftoversFacts(t *testing.T) {
 	// OLM v1 gone: the fact is the CRD of ClusterExtensions' absence.
 	findings = planOLMv1(t, true, olmv1View(Coverage{}, nil, object(ClusterRoles, "", "r", ceOwned("etcd"))))
 	require.Len(t, findings, 1)
-	require.Len(t, findings[0].Facts, 1)
+	require.Len(t, findings[0].Facts, 2)
 	assert.Equal(t, ObjectAbsent{CustomResourceDefinitions, "", olmv1CERDName}, findings[0].Facts[0])
+
+	// And no workload of the extension is there to run with the RBAC, read again live.
+	workloads := findings[0].Facts[1]
+	assert.Equal(t, "no workloads of ClusterExtension etcd", workloads.Key())
+	selector := "olm.operatorframework.io/owner-kind=ClusterExtension,olm.operatorframework.io/owner-name=etcd"
+	assert.Equal(t, []Read{{Resource: Deployments.GroupResource(), Selector: selector}, {Resource: StatefulSets.GroupResource(), Selector: selector},
+		{Resource: DaemonSets.GroupResource(), Selector: selector}}, workloads.Reads())
+	holds, _ = workloads.Holds(freshView([]Resource{Deployments, StatefulSets, DaemonSets}, Coverage{}))
+	assert.True(t, holds)
+	holds, evidence = workloads.Holds(freshView([]Resource{Deployments, StatefulSets, DaemonSets}, Coverage{}, object(Deployments, "etcd-system", "etcd-operator", ceOwned("etcd"))))
+	assert.False(t, holds, "a workload applied since")
+	assert.Equal(t, "re-checked live: Deployment etcd-system/etcd-operator of ClusterExtension etcd exists now", evidence)
 	assert.Equal(t, []Read{{Resource: CustomResourceDefinitions.GroupResource(), Name: olmv1CERDName}}, findings[0].Facts[0].Reads())
 	holds, _ = findings[0].Facts[0].Holds(freshView([]Resource{CustomResourceDefinitions}, Coverage{}))
 	assert.True(t, holds)

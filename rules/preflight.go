@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -155,7 +156,7 @@ func (r Preflight) Plan(_ context.Context, view *View) []Finding {
 // servedMapping is a controller mapping whose finalizers only the uninstall's workloads remove.
 type servedMapping struct {
 	mapping *finalizerMapping
-	by      string // the workload that serves it
+	by      operatorWorkload // the workload that serves it
 }
 
 // servedMappings are the mappings the uninstall's workloads serve and no other running workload
@@ -168,18 +169,14 @@ func (r Preflight) servedMappings(view *View, workloads []operatorWorkload) []se
 	var served []servedMapping
 	for i := range r.mappings.mappings {
 		m := &r.mappings.mappings[i]
-		by := ""
-		for _, w := range workloads {
-			if slices.ContainsFunc(m.controllers, func(c controllerMatcher) bool { return c.matchesWorkload(w.Object) }) {
-				by = w.String()
-				break
-			}
-		}
+		i := slices.IndexFunc(workloads, func(w operatorWorkload) bool {
+			return slices.ContainsFunc(m.controllers, func(c controllerMatcher) bool { return c.matchesWorkload(w.Object) })
+		})
 		others := slices.ContainsFunc(m.controllers, func(c controllerMatcher) bool {
 			return slices.ContainsFunc(c.matches(view), func(w *Object) bool { return !ours(w) && desiredReplicas(w) > 0 })
 		})
-		if by != "" && !others {
-			served = append(served, servedMapping{m, by})
+		if i >= 0 && !others {
+			served = append(served, servedMapping{m, workloads[i]})
 		}
 	}
 	return served
@@ -231,12 +228,18 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 		plural, group, _ := strings.Cut(crd.Name, ".")
 		custom[schema.GroupResource{Group: group, Resource: plural}] = true
 	}
+	// A drain acts only on a whole view of the workloads: another instance of the operator, not
+	// listed, would make the mapping look served by the uninstall alone.
+	drainable := !slices.ContainsFunc([]Resource{Deployments, StatefulSets, DaemonSets}, func(w Resource) bool {
+		return !p.view.Observed(w.GroupResource(), "")
+	})
 	for obj := range p.view.Objects() {
 		if !custom[obj.Resource.GroupResource()] {
 			continue
 		}
 		var why, held []string
-		guarded := ""
+		var by *operatorWorkload // the workload a drain's delete waits on
+		guarded, domainOnly := "", false
 		crdName := obj.Resource.Resource + "." + obj.Resource.Group
 		for _, f := range obj.Finalizers {
 			if BuiltIn(f) {
@@ -246,16 +249,23 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 				ok, _ := path.Match(s.mapping.Pattern, f) // validated
 				return ok && s.mapping.covers(obj.Resource.GroupResource())
 			}); i >= 0 {
+				s := served[i]
 				held = append(held, f)
-				why = append(why, fmt.Sprintf("%s: controller mapping %q, served by %s and by nothing else", f, served[i].mapping.key(), served[i].by))
-				if served[i].mapping.Protect {
-					guarded = served[i].mapping.Guards
+				why = append(why, fmt.Sprintf("%s: controller mapping %q, served by %s and by nothing else", f, s.mapping.key(), s.by))
+				guarded = cmp.Or(guarded, s.mapping.Guards, s.mapping.Cascades)
+				if m, protected := r.mappings.protectorOf(f, obj.Resource.GroupResource()); protected {
+					guarded = cmp.Or(guarded, m.Guards, "data outside the cluster")
 				}
+				by = &s.by
 				continue
+			}
+			if _, mapped := r.mappings.ownerOf(f, obj.Resource.GroupResource()); mapped {
+				continue // another workload serves it, or it is no finalizer of the uninstall's
 			}
 			domain, _, _ := strings.Cut(f, "/")
 			if _, ours := crds[crdName]; ours && obj.Resource.Group != "" && sameDomain(domain, obj.Resource.Group) {
 				held = append(held, f)
+				domainOnly = true
 				why = append(why, fmt.Sprintf("%s: in the API domain of CRD %s, which goes with %s", f, crdName, p.uninstall.Target))
 			}
 		}
@@ -266,14 +276,21 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 		p.blockedCRD[crdName]++
 		perKind[obj.Namespace+"/"+crdName]++
 		f := Finding{Object: obj.Ref(), Evidence: why}
-		if r.drain {
+		switch {
+		case !r.drain:
+		case !drainable:
+			f.Evidence = append(f.Evidence, "not drained: Deployments, StatefulSets and DaemonSets were not all listed, so another instance of the operator may serve it")
+		case domainOnly || by == nil:
+			// A CRD's domain does not say which install finalizes an object: another instance may.
+			f.Evidence = append(f.Evidence, "not drained: only a controller mapping says which workload finalizes it (add one to the config)")
+		default:
 			f.Action = Delete{}
-			f.Facts = []Fact{r.operatorRuns(p.workloads)}
+			f.Facts = []Fact{r.operatorRuns(*by)}
 			if guarded != "" && !r.drainProtected {
 				f.OptIn = "drain-protected"
-				f.Evidence = append(f.Evidence, fmt.Sprintf("its finalizer guards %s: deleting it deletes that, by design; drained only with --drain-protected", guarded))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("its controller deletes %s with it, or it guards that: drained only with --drain-protected", guarded))
 			} else {
-				f.Evidence = append(f.Evidence, "drained: deleted while the operator runs, which removes its finalizer after its own cleanup")
+				f.Evidence = append(f.Evidence, "drained: deleted while "+by.String()+" runs, which removes its finalizer after its own cleanup")
 			}
 		}
 		found = append(found, blocked{f, held})
@@ -459,24 +476,18 @@ func (p *preflightPlan) csvCleanup() {
 		Evidence: []string{waits, "deleted once OLM is gone, the CSV stays Terminating (rules orphaned-finalizers and olm-rbac then release it)"}})
 }
 
-// operatorRuns is the fact a drain's delete rests on: the uninstall's workloads still run, read
-// again, so that what is deleted is finalized.
-func (r Preflight) operatorRuns(workloads []operatorWorkload) Fact {
-	var reads []Read
-	for _, w := range workloads {
-		reads = append(reads, Read{Resource: w.Resource.GroupResource(), Namespace: w.Namespace, Name: w.Name, Fields: []string{"spec.replicas", "status"}})
-	}
+// operatorRuns is the fact a drain's delete rests on: the workload that removes the finalizer
+// still runs, read again, so that what is deleted is finalized.
+func (r Preflight) operatorRuns(w operatorWorkload) Fact {
 	return factOf{
-		key:   "operator runs " + r.uninstall.Target,
-		reads: reads,
+		key:   "runs " + w.String(),
+		reads: []Read{{Resource: w.Resource.GroupResource(), Namespace: w.Namespace, Name: w.Name, Fields: []string{"spec.replicas", "status"}}},
 		holds: func(view *View) (bool, string) {
-			for _, w := range workloads {
-				now, ok := view.Get(w.Resource.GroupResource(), w.Namespace, w.Name)
-				if ok && now.DeletionTimestamp == nil && readyReplicas(now) > 0 {
-					return true, fmt.Sprintf("re-checked live: %s runs (%d ready replicas): it finalizes what is deleted", w, readyReplicas(now))
-				}
+			now, ok := view.Get(w.Resource.GroupResource(), w.Namespace, w.Name)
+			if ok && now.DeletionTimestamp == nil && readyReplicas(now) > 0 {
+				return true, fmt.Sprintf("re-checked live: %s runs (%d ready replicas): it finalizes what is deleted", w, readyReplicas(now))
 			}
-			return false, fmt.Sprintf("re-checked live: %s does not run: what is deleted would stay Terminating", r.uninstall.Target)
+			return false, fmt.Sprintf("re-checked live: %s does not run: what is deleted would stay Terminating", w)
 		},
 	}
 }
@@ -489,18 +500,4 @@ func readyReplicas(w *Object) int64 {
 	}
 	n, _, _ := unstructured.NestedInt64(w.Content, field...)
 	return n
-}
-
-// matchesWorkload reports whether the controller is the workload w.
-func (c controllerMatcher) matchesWorkload(w *Object) bool {
-	if c.resource.GroupResource() != w.Resource.GroupResource() || (c.Namespace != "" && c.Namespace != w.Namespace) {
-		return false
-	}
-	switch {
-	case c.Name != "":
-		return w.Name == c.Name
-	case c.selector != nil:
-		return c.selector.Matches(labels.Set(w.Labels))
-	}
-	return slices.ContainsFunc(containerImages(w), func(image string) bool { return imageMatches(c.Image, image) })
 }

@@ -140,7 +140,7 @@ func TestPreflightPlan(t *testing.T) {
 	const (
 		holds      = "holds " + pfFinalizer + ", which only " + pfTarget + " removes: uninstalled first, it stays Terminating once deleted"
 		served     = pfFinalizer + `: controller mapping "` + pfFinalizer + `", served by ` + pfTarget + " and by nothing else"
-		drainedBy  = "drained: deleted while the operator runs, which removes its finalizer after its own cleanup"
+		drainedBy  = "drained: deleted while Deployment acme/acme-operator runs, which removes its finalizer after its own cleanup"
 		helmTarget = "Helm release acme/acme"
 		inDomain   = pfGizmoFinal + ": in the API domain of CRD " + pfGizmoCRD + ", which goes with " + helmTarget
 		hookReason = "its webhooks call " + pfTarget + ": left behind, they refuse or skip what they match"
@@ -361,7 +361,7 @@ func TestPreflightPlan(t *testing.T) {
 			drain:     true,
 			objects:   []*Object{pfOperator(), protectedWidget},
 			want: []pfWant{{object: protectedWidget, reason: "holds volumes.acme.io/protect, which only " + pfTarget + " removes: uninstalled first, it stays Terminating once deleted",
-				evidence: []string{protectedEvidence, "its finalizer guards volumes: deleting it deletes that, by design; drained only with --drain-protected"},
+				evidence: []string{protectedEvidence, "its controller deletes volumes with it, or it guards that: drained only with --drain-protected"},
 				drained:  true, optIn: "drain-protected"}},
 		},
 		{
@@ -558,7 +558,7 @@ func assertPreflightFindings(t *testing.T, u Uninstall, want []pfWant, findings 
 		}
 		assert.Equal(t, Delete{}, f.Action, name)
 		if assert.Len(t, f.Facts, 1, name) {
-			assert.Equal(t, "operator runs "+u.Target, f.Facts[0].Key(), name)
+			assert.Equal(t, "runs Deployment acme/acme-operator", f.Facts[0].Key(), name)
 		}
 	}
 }
@@ -615,10 +615,11 @@ func TestPreflightOperatorRunsFact(t *testing.T) {
 	require.Len(t, findings, 1)
 	require.Len(t, findings[0].Facts, 1)
 	fact := findings[0].Facts[0]
-	assert.Equal(t, "operator runs "+pfTarget, fact.Key())
+	// The fact is the workload that serves the finalizer's mapping: another of the uninstall's
+	// running does not finalize what is deleted.
+	assert.Equal(t, "runs Deployment acme/acme-operator", fact.Key())
 	assert.Equal(t, []Read{
 		{Resource: Deployments.GroupResource(), Namespace: "acme", Name: "acme-operator", Fields: []string{"spec.replicas", "status"}},
-		{Resource: DaemonSets.GroupResource(), Namespace: "acme", Name: "acme-agent", Fields: []string{"spec.replicas", "status"}},
 	}, fact.Reads())
 
 	deleting := pfWorkload("acme", "acme-operator", 1, 1, nil)
@@ -631,12 +632,12 @@ func TestPreflightOperatorRunsFact(t *testing.T) {
 	}{
 		{"the Deployment has a ready replica", []*Object{pfWorkload("acme", "acme-operator", 1, 1, nil)}, true,
 			"re-checked live: Deployment acme/acme-operator runs (1 ready replicas): it finalizes what is deleted"},
-		{"the DaemonSet has ready pods", []*Object{pfWorkload("acme", "acme-operator", 1, 0, nil), agent(2)}, true,
-			"re-checked live: DaemonSet acme/acme-agent runs (2 ready replicas): it finalizes what is deleted"},
+		{"only the DaemonSet has ready pods", []*Object{pfWorkload("acme", "acme-operator", 1, 0, nil), agent(2)}, false,
+			"re-checked live: Deployment acme/acme-operator does not run: what is deleted would stay Terminating"},
 		{"nothing ready", []*Object{pfWorkload("acme", "acme-operator", 1, 0, nil), agent(0)}, false,
-			"re-checked live: " + pfTarget + " does not run: what is deleted would stay Terminating"},
+			"re-checked live: Deployment acme/acme-operator does not run: what is deleted would stay Terminating"},
 		{"the Deployment is being deleted", []*Object{deleting}, false,
-			"re-checked live: " + pfTarget + " does not run: what is deleted would stay Terminating"},
+			"re-checked live: Deployment acme/acme-operator does not run: what is deleted would stay Terminating"},
 		{"gone", nil, false,
 			"re-checked live: " + pfTarget + " does not run: what is deleted would stay Terminating"},
 	}

@@ -69,6 +69,14 @@ func (c *preflightCommand) run(ctx context.Context, o *options.Options, s stream
 	cfg := o.EngineConfig()
 	// A drain deletes all it finds, young or not, but never reaches a protected namespace.
 	cfg.MaxActions, cfg.MinAge = 0, 0
+	// What an uninstall leaves blocked may be anywhere, and another instance of the operator too:
+	// the walk's filters and shards (a CronJob's config file has some) would hide them.
+	if len(cfg.IncludeResources)+len(cfg.ExcludeResources)+len(cfg.IncludeNamespaces)+len(cfg.ExcludeNamespaces) > 0 || cfg.Shard.Count > 0 {
+		conn.logger.WarnContext(conn.ctx, "preflight walks the whole cluster: the walk's include/exclude filters and --shard are ignored",
+			"include-resources", cfg.IncludeResources, "exclude-resources", cfg.ExcludeResources,
+			"include-namespaces", cfg.IncludeNamespaces, "exclude-namespaces", cfg.ExcludeNamespaces, "shard", cfg.Shard.String())
+	}
+	cfg.IncludeResources, cfg.ExcludeResources, cfg.IncludeNamespaces, cfg.ExcludeNamespaces, cfg.Shard = nil, nil, nil, nil, sweeper.Shard{}
 	rule := rules.NewPreflight(uninstall, settings, o.Drain, o.DrainProtected)
 	r := conn.sweep(cfg, []rules.Rule{rule})
 	unknown := preflight.Unknown(r, uninstall)

@@ -120,11 +120,13 @@ func TestOLMv1Leftovers(t *testing.T) {
 	}
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
 		f := found[kind+" "+gone+"-manager"]
-		if assert.NotNil(t, f.Action, "%s: a delete, opted in", kind) {
-			assert.Equal(t, report.OutcomeSkipped, f.Outcome, kind)
-			assert.Equal(t, report.ReasonOptIn, f.SkipReason, kind)
-		}
+		assert.Nil(t, f.Action, "%s: kept while the extension's Deployment is there, which may run with it", kind)
 		assert.Contains(t, f.Evidence, "ClusterExtension "+gone+" no longer exists")
+		assert.Contains(t, strings.Join(f.Evidence, "\n"), "kept while Deployment "+ns+"/"+gone+"-controller")
+	}
+	empty := found["CustomResourceDefinition empties."+gone+".olmv1-test.io"]
+	if assert.NotNil(t, empty.Action, "the empty CRD: a delete, opted in") {
+		assert.Equal(t, report.ReasonOptIn, empty.SkipReason)
 	}
 	kept := found["CustomResourceDefinition kept."+gone+".olmv1-test.io"]
 	assert.Nil(t, kept.Action, "a CRD with an instance is never deleted")
@@ -138,6 +140,12 @@ func TestOLMv1Leftovers(t *testing.T) {
 		}
 	}
 
+	// The extension's Deployment deleted by hand, its RBAC can go.
+	for _, obj := range goneObjs {
+		if obj.GetKind() == "Deployment" {
+			remove(t, []*unstructured.Unstructured{obj})
+		}
+	}
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("rules:\n  olmv1-leftovers:\n    delete: true\n"), 0o600))
 	rep, stderr, code = runReport(t, append(args, "--config", config, "--dry-run=none")...)
@@ -149,7 +157,8 @@ func TestOLMv1Leftovers(t *testing.T) {
 	for _, obj := range goneObjs {
 		now := testCluster.Current(t, obj)
 		switch name := obj.GetKind() + " " + obj.GetName(); name {
-		case "ClusterRole " + gone + "-manager", "ClusterRoleBinding " + gone + "-manager", "CustomResourceDefinition empties." + gone + ".olmv1-test.io":
+		case "ClusterRole " + gone + "-manager", "ClusterRoleBinding " + gone + "-manager", "CustomResourceDefinition empties." + gone + ".olmv1-test.io",
+			"Deployment " + gone + "-controller":
 			assert.True(t, now == nil || now.GetDeletionTimestamp() != nil, "%s deleted", name)
 		default:
 			assert.NotNil(t, now, "%s kept", name)

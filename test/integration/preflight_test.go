@@ -250,13 +250,13 @@ func TestPreflightListsWhatAnUninstallWouldBlock(t *testing.T) {
 	assert.Equal(t, before, resourceVersions(t, slices.Concat(f.gizmos, f.unrelated, f.installed)), "a preflight changes nothing")
 }
 
-// TestPreflightBadTargets: an unknown type, release or workload, a release with no deployed
-// revision, are bad input, exit 2.
+// TestPreflightBadTargets: an unknown type, release or workload, a release uninstalled (with its
+// history kept), are bad input, exit 2.
 func TestPreflightBadTargets(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
-	helmRecord(t, ns, "failed", 1, "failed", "")
+	helmRecord(t, ns, "gone", 1, "uninstalled", "")
 	for _, args := range [][]string{
-		{"preflight", "helm/failed", "-n", ns},
+		{"preflight", "helm/gone", "-n", ns},
 		{"preflight", "helm/nothing", "-n", ns},
 		{"preflight", "deployment/nothing", "-n", ns},
 		{"preflight", "subscription/nothing", "-n", ns},
