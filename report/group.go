@@ -32,6 +32,7 @@ func (s shownRow) first() int { return s.findings[0] }
 // has been stuck). Not the namespace: an operator's objects are spread over many, and a row per
 // kind and namespace would be thousands; the row names how many namespaces it spans.
 type similarity struct {
+	cluster                          string
 	parent                           types.UID
 	rule, severity, apiVersion, kind string
 	action, outcome, verdict         string
@@ -52,7 +53,7 @@ func (r *Report) shownRows(each bool) []shownRow {
 			out = append(out, shownRow{depth: rw.depth, findings: []int{rw.finding}, reason: f.Reason})
 			continue
 		}
-		key := similarity{parent: rw.parent, rule: f.Rule, severity: string(f.Severity), apiVersion: f.Object.APIVersion, kind: f.Object.Kind,
+		key := similarity{cluster: f.Cluster, parent: rw.parent, rule: f.Rule, severity: string(f.Severity), apiVersion: f.Object.APIVersion, kind: f.Object.Kind,
 			action: actionText(f.Action), outcome: f.OutcomeText(), verdict: reasons.of(f.Reason).verdict}
 		if i, ok := groups[key]; ok {
 			out[i].findings = append(out[i].findings, rw.finding)

@@ -70,13 +70,15 @@ type htmlPage struct {
 	Groups               []htmlGroup
 	Total                int
 	Rules                []htmlOption
-	Namespaces           []htmlOption
-	Outcomes             []htmlOption
-	Errors               []htmlError
-	All                  string
-	Policy               string
-	Style                template.CSS
-	Script               template.JS
+	// Clusters, in a fleet's merged report only, filter by cluster.
+	Clusters   []htmlOption
+	Namespaces []htmlOption
+	Outcomes   []htmlOption
+	Errors     []htmlError
+	All        string
+	Policy     string
+	Style      template.CSS
+	Script     template.JS
 }
 
 // htmlCount is a stuck-namespace count of a root cause.
@@ -113,6 +115,7 @@ type htmlFinding struct {
 	Count      int
 	Reason     string
 	Object     string
+	Cluster    string // data-cluster, in a fleet's merged report
 	Namespace  string // data-namespace: the object's, or a Namespace's own name
 	Outcome    string // data-outcome
 	Action     string
@@ -178,14 +181,18 @@ func (r *Report) htmlPage(rows []shownRow) htmlPage {
 		}
 	}
 	groups := map[string]int{}
-	namespaces, outcomes := map[string]bool{}, map[string]bool{}
+	namespaces, outcomes, clusters := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	hints := map[types.UID][]string{}
 	for _, rw := range rows {
 		f := r.Findings[rw.first()]
 		// A row is part of a chain when it is below the top, or the top has blockers.
 		if rw.depth > 0 || len(c.blockers[f.Object.UID]) > 0 {
+			name := r.names(rw)
+			if f.Cluster != "" {
+				name = f.Cluster + ": " + name
+			}
 			p.Chains = append(p.Chains, htmlRow{ID: htmlID(rw.first()), Rule: f.Rule, Kind: indent(rw.depth) + f.Object.Kind,
-				Name: r.names(rw), Action: f.Action.TypeName(), Outcome: f.OutcomeText(), Reason: rw.reason, Top: rw.depth == 0})
+				Name: name, Action: f.Action.TypeName(), Outcome: f.OutcomeText(), Reason: rw.reason, Top: rw.depth == 0})
 		}
 		hf := r.htmlFinding(rw.first(), anchor)
 		hf.Count, hf.Reason = len(rw.findings), rw.reason
@@ -202,6 +209,12 @@ func (r *Report) htmlPage(rows []shownRow) htmlPage {
 		p.Groups[g].Findings = append(p.Groups[g].Findings, hf)
 		p.Groups[g].Total += hf.Count
 		namespaces[hf.Namespace], outcomes[hf.Outcome] = true, true
+		if f.Cluster != "" {
+			clusters[f.Cluster] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
+		p.Clusters = append(p.Clusters, htmlOption{name, name})
 	}
 	for _, g := range p.Groups {
 		p.Rules = append(p.Rules, htmlOption{g.Rule, fmt.Sprintf("%s (%d)", g.Rule, g.Total)})
@@ -236,6 +249,7 @@ func (r *Report) htmlFinding(i int, anchor map[types.UID]string) htmlFinding {
 		ID:         htmlID(i),
 		F:          f,
 		Object:     f.Object.String(),
+		Cluster:    f.Cluster,
 		Namespace:  htmlNamespace(f.Object),
 		Outcome:    cmp.Or(string(f.Outcome), htmlNoAction),
 		Action:     f.Action.TypeName(),

@@ -86,19 +86,24 @@ func WriteAtomically(file string, write func(io.Writer) error) error {
 func (r *Report) printTable(w io.Writer, rows []shownRow) error {
 	// The same tabwriter settings as kubectl's printers.
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	// A fleet's merged report names each row's cluster first.
+	cluster := func(name string) string { return "" }
+	if r.clustered() {
+		cluster = func(name string) string { return name + "\t" }
+	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(tw, "No findings.")
 	} else {
-		fmt.Fprintln(tw, "RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
+		fmt.Fprintln(tw, cluster("CLUSTER")+"RULE\tKIND\tNAMESPACE/NAME\tACTION\tOUTCOME\tREASON")
 		for _, row := range rows {
 			f := r.Findings[row.first()]
-			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", f.Rule, indent(row.depth), f.Object.Kind, r.names(row), f.Action.TypeName(), f.OutcomeText(), row.reason)
+			fmt.Fprintf(tw, "%s%s\t%s%s\t%s\t%s\t%s\t%s\n", cluster(f.Cluster), f.Rule, indent(row.depth), f.Object.Kind, r.names(row), f.Action.TypeName(), f.OutcomeText(), row.reason)
 		}
 	}
 	if len(r.Errors) > 0 {
-		fmt.Fprintln(tw, "\nSTAGE\tRULE\tRESOURCE\tERROR")
+		fmt.Fprintln(tw, "\n"+cluster("CLUSTER")+"STAGE\tRULE\tRESOURCE\tERROR")
 		for _, e := range r.Errors {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.StageText(), dash(e.Rule), dash(e.Resource), e.Message)
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", cluster(e.Cluster), e.StageText(), dash(e.Rule), dash(e.Resource), e.Message)
 		}
 	}
 	fmt.Fprintf(tw, "\n%s\n", r.SummaryLine())
@@ -153,6 +158,11 @@ func indent(depth int) string {
 
 func (r *Report) printMarkdown(w io.Writer, rows []shownRow) error {
 	b := bufio.NewWriter(w)
+	// A fleet's merged report names each row's cluster first.
+	cluster := func(string) string { return "" }
+	if r.clustered() {
+		cluster = func(name string) string { return "| " + name + " " }
+	}
 	fmt.Fprintf(b, "# Sweep report\n\n%s\n\n", r.SummaryLine())
 	if line := groupedLine(len(r.Findings), rows); line != "" {
 		fmt.Fprintf(b, "%s\n\n", line)
@@ -163,21 +173,21 @@ func (r *Report) printMarkdown(w io.Writer, rows []shownRow) error {
 	if len(r.Findings) == 0 {
 		b.WriteString("No findings.\n")
 	} else {
-		b.WriteString("| rule | severity | object | action | outcome | reason | evidence |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString(cluster("cluster") + "| rule | severity | object | action | outcome | reason | evidence |\n" + cluster("---") + "|---|---|---|---|---|---|---|\n")
 		for _, row := range rows {
 			f := r.Findings[row.first()]
 			evidence := strings.Join(f.Evidence, "; ")
 			if len(row.findings) > 1 {
 				evidence = "of " + f.Object.Name + ": " + evidence
 			}
-			fmt.Fprintf(b, "| %s | %s | %s%s %s | %s | %s | %s | %s |\n", md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(r.names(row)),
+			fmt.Fprintf(b, "%s| %s | %s | %s%s %s | %s | %s | %s | %s |\n", cluster(md(f.Cluster)), md(f.Rule), f.Severity, indent(row.depth), md(f.Object.Kind), md(r.names(row)),
 				md(f.Action.TypeName()), md(f.OutcomeText()), md(row.reason), md(evidence))
 		}
 	}
 	if len(r.Errors) > 0 {
-		b.WriteString("\n## Errors\n\n| stage | rule | resource | error |\n|---|---|---|---|\n")
+		b.WriteString("\n## Errors\n\n" + cluster("cluster") + "| stage | rule | resource | error |\n" + cluster("---") + "|---|---|---|---|\n")
 		for _, e := range r.Errors {
-			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", e.StageText(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
+			fmt.Fprintf(b, "%s| %s | %s | %s | %s |\n", cluster(md(e.Cluster)), e.StageText(), md(dash(e.Rule)), md(dash(e.Resource)), md(e.Message))
 		}
 	}
 	return b.Flush()

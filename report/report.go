@@ -177,6 +177,9 @@ type Summary struct {
 // FindingResult is a finding and what became of its action. A finding without an action (report
 // only) has no action, outcome or error.
 type FindingResult struct {
+	// Cluster names the cluster of the finding in a report of several (a FleetReport's merged
+	// view); empty in a report of one.
+	Cluster  string         `json:"cluster,omitempty"`
 	Rule     string         `json:"rule"`
 	Severity rules.Severity `json:"severity"`
 	Object   ObjectSummary  `json:"object"`
@@ -225,6 +228,8 @@ type ActionSummary struct {
 
 // Error is a problem that kept part of the run from being done.
 type Error struct {
+	// Cluster names the cluster of the problem in a report of several; empty in a report of one.
+	Cluster string `json:"cluster,omitempty"`
 	// Stage is where it happened: inventory, observe, plan, apply, push or notify.
 	Stage string `json:"stage"`
 	// Rule is the rule that failed, for a problem of one rule.

@@ -1,9 +1,7 @@
 package restore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -65,7 +62,7 @@ func Load(src Source) ([]Record, error) {
 	if err != nil {
 		return nil, sweeper.InputErrorf("restore --from: %w", err)
 	}
-	found, ok := findReport(data)
+	found, ok := report.Find(data)
 	if !ok {
 		return nil, sweeper.InputErrorf("restore --from %s holds no %s: give a sweep's report (-o json or yaml, --report-file, or its Job's logs) or its --backup-dir",
 			src.From, report.Kind)
@@ -108,30 +105,6 @@ func fromBackups(kept []report.BackupRecord, dir string) []Record {
 		records = append(records, r)
 	}
 	return records
-}
-
-// findReport finds a SweepReport in data: the whole of it, JSON or YAML, or the last one printed
-// as JSON among other lines, as in a Job's logs.
-func findReport(data []byte) (*report.Report, bool) {
-	var whole report.Report
-	if err := yaml.Unmarshal(data, &whole); err == nil && whole.Kind == report.Kind {
-		return &whole, true
-	}
-	var found *report.Report
-	for offset := 0; offset < len(data); {
-		line := data[offset:]
-		if next := bytes.IndexByte(line, '\n'); next >= 0 {
-			line = line[:next+1]
-		}
-		if bytes.HasPrefix(line, []byte("{")) {
-			var r report.Report
-			if err := json.NewDecoder(bytes.NewReader(data[offset:])).Decode(&r); err == nil && r.Kind == report.Kind {
-				found = &r
-			}
-		}
-		offset += len(line)
-	}
-	return found, found != nil
 }
 
 // onlyType is one --only: TYPE/NAME.

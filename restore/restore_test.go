@@ -82,7 +82,7 @@ func TestFindReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := findReport(tt.data)
+			got, ok := report.Find(tt.data)
 			if tt.wantCluster == "" {
 				assert.False(t, ok)
 				assert.Nil(t, got)

@@ -32,7 +32,7 @@ type command interface {
 
 // commands are every command, the sweep first.
 func commands() []command {
-	return []command{&sweepCommand{}, &explainCommand{}, &preflightCommand{}, &restoreCommand{}}
+	return []command{&sweepCommand{}, &explainCommand{}, &preflightCommand{}, &restoreCommand{}, &mergeCommand{}}
 }
 
 // usage is every command's usage line.
