@@ -22,7 +22,7 @@ func (*sweepCommand) addFlags(*pflag.FlagSet) {}
 
 func (*sweepCommand) setArgs(args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, explain TYPE/NAME, preflight TYPE/NAME, restore --from REPORT|DIR, or merge REPORT...", args[0])
+		return fmt.Errorf("unexpected argument %q: operator-sweeper takes flags only, explain TYPE/NAME, preflight TYPE/NAME, restore --from REPORT|DIR, or merge REPORT [REPORT...]", args[0])
 	}
 	return nil
 }
