@@ -69,6 +69,7 @@ type Options struct {
 	OutputOptions `json:",inline"`
 	PushOptions   `json:",inline"`
 	NotifyOptions `json:",inline"`
+	FleetOptions  `json:",inline"`
 	// DrainOptions are preflight's alone.
 	DrainOptions `json:",inline"`
 }
@@ -87,13 +88,14 @@ func Default() Options {
 		PushOptions:   defaultPushOptions(),
 		NotifyOptions: defaultNotifyOptions(),
 		DrainOptions:  defaultDrainOptions(),
+		FleetOptions:  defaultFleetOptions(),
 	}
 }
 
 // Groups are every group, in the order a sweep lists and checks them: what a run does and prints
 // first.
 func (o *Options) Groups() []Group {
-	return []Group{&o.DryRunOptions, &o.OutputOptions, &o.LimitOptions, &o.ClientOptions, &o.WalkOptions, &o.RuleOptions,
+	return []Group{&o.DryRunOptions, &o.OutputOptions, &o.LimitOptions, &o.ClientOptions, &o.FleetOptions, &o.WalkOptions, &o.RuleOptions,
 		&o.BackupOptions, &o.StateOptions, &o.LogOptions, &o.PushOptions, &o.NotifyOptions}
 }
 

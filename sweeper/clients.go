@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -192,6 +196,41 @@ func (w warningLogger) HandleWarningHeaderWithContext(ctx context.Context, code 
 	if code == 299 && text != "" {
 		w.logger.DebugContext(ctx, "API warning", "warning", text)
 	}
+}
+
+// Contexts are the kubeconfig's contexts that patterns (names or globs) select, or all of them,
+// sorted. A pattern that selects none is an InputError.
+func Contexts(kubeconfig string, patterns []string, all bool) ([]string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, InputErrorf("kubeconfig: %w", err)
+	}
+	names := slices.Sorted(maps.Keys(raw.Contexts))
+	if all {
+		if len(names) == 0 {
+			return nil, InputErrorf("--all-contexts: the kubeconfig has no context")
+		}
+		return names, nil
+	}
+	var chosen []string
+	for _, pattern := range patterns {
+		matched := false
+		for _, name := range names {
+			if ok, _ := path.Match(pattern, name); ok { // validated
+				matched = true
+				if !slices.Contains(chosen, name) {
+					chosen = append(chosen, name)
+				}
+			}
+		}
+		if !matched {
+			return nil, InputErrorf("--contexts: no context %q in the kubeconfig; its contexts are %s", pattern, strings.Join(names, ", "))
+		}
+	}
+	slices.Sort(chosen)
+	return chosen, nil
 }
 
 // LoadRESTConfig finds the cluster to talk to and the name to give it in the report. In order:

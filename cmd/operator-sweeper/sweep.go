@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // sweepCommand is `operator-sweeper [flags]`: one sweep of the cluster, its report printed, sent
@@ -32,6 +33,12 @@ func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) err
 	ruleSet, err := o.RuleSet()
 	if err != nil {
 		return err
+	}
+	if err := o.ValidateFleet(); err != nil {
+		return &sweeper.InputError{Err: err}
+	}
+	if o.Fleet() {
+		return sweepFleet(ctx, o, ruleSet, s)
 	}
 	conn, err := connect(ctx, o, s)
 	if err != nil {

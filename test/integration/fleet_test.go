@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
+)
+
+// fleetKubeconfig writes a kubeconfig of four contexts: alpha and beta, two real API servers'
+// admin contexts, alpha-again, alpha's cluster under another name, and gamma, a server nothing
+// listens on.
+func fleetKubeconfig(t *testing.T, alpha, beta *cluster.Cluster) string {
+	t.Helper()
+	merged := clientcmdapi.NewConfig()
+	for name, c := range map[string]*cluster.Cluster{"alpha": alpha, "beta": beta} {
+		one, err := clientcmd.LoadFromFile(c.Kubeconfig)
+		require.NoError(t, err)
+		current := one.Contexts[one.CurrentContext]
+		merged.Clusters[name] = one.Clusters[current.Cluster]
+		merged.AuthInfos[name] = one.AuthInfos[current.AuthInfo]
+		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	merged.Contexts["alpha-again"] = &clientcmdapi.Context{Cluster: "alpha", AuthInfo: "alpha"}
+	merged.Clusters["gamma"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	merged.AuthInfos["gamma"] = &clientcmdapi.AuthInfo{Token: "nobody"}
+	merged.Contexts["gamma"] = &clientcmdapi.Context{Cluster: "gamma", AuthInfo: "gamma"}
+	merged.CurrentContext = "alpha"
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*merged, file))
+	return file
+}
+
+// TestFleetContexts: with two real API servers and a kubeconfig of three contexts, the third
+// unreachable, --contexts alpha,beta reports each cluster's stuck objects under its own cluster
+// and nothing crossed, exit 0; --all-contexts still reports both, names the unreachable one, and
+// exits 1; --all-contexts does not write.
+func TestFleetContexts(t *testing.T) {
+	ctx := context.Background()
+	beta, err := cluster.Start()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, beta.Stop()) }()
+
+	const stuck = `{apiVersion: v1, kind: ConfigMap, metadata: {name: NAME, namespace: NAMESPACE, finalizers: [example.com/keep]}}`
+	alphaNS := testCluster.NewNamespace(t)
+	alphaObj := terminate(t, alphaNS, fill(stuck, alphaNS, "alpha-stuck"))[0]
+	betaNS := "fleet-beta"
+	require.NoError(t, beta.CreateNamespace(ctx, betaNS))
+	betaObjs, err := beta.Create(ctx, fill(stuck, betaNS, "beta-stuck"))
+	require.NoError(t, err)
+	_, err = beta.Delete(ctx, betaObjs[0])
+	require.NoError(t, err)
+	kubeconfig := fleetKubeconfig(t, testCluster, beta)
+	args := []string{"--kubeconfig", kubeconfig, "--include-namespaces", alphaNS + "," + betaNS, "--rules=stuck-terminating",
+		"--min-terminating-age=0s", "--log-level=warn", "-o", "json"}
+
+	stdout, stderr, code := sweeperBinary.Run(t, append(args, "--contexts", "alpha,beta")...)
+	require.Equal(t, 0, code, stderr)
+	var fleet report.Fleet
+	require.NoError(t, json.Unmarshal([]byte(stdout), &fleet))
+	require.Len(t, fleet.Clusters, 2)
+	want := map[string]string{"alpha": alphaObj.GetName(), "beta": "beta-stuck"}
+	for _, r := range fleet.Clusters {
+		require.Len(t, r.Findings, 1, "%s: its own stuck object only", r.Metadata.Cluster)
+		assert.Equal(t, want[r.Metadata.Cluster], r.Findings[0].Object.Name, r.Metadata.Cluster)
+		assert.NotEmpty(t, r.Metadata.ClusterUID, r.Metadata.Cluster)
+	}
+
+	stdout, stderr, code = sweeperBinary.Run(t, append(args, "--all-contexts")...)
+	assert.Equal(t, 1, code, "an unreachable context fails the run\n%s", stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &fleet))
+	require.Len(t, fleet.Clusters, 4)
+	assert.Equal(t, []string{"gamma"}, fleet.Summary.FailedRuns)
+	for _, r := range fleet.Clusters {
+		switch r.Metadata.Cluster {
+		case "gamma":
+			require.NotEmpty(t, r.Errors)
+			assert.Contains(t, r.Errors[0].Message, "context gamma")
+		case "alpha-again":
+			assert.Empty(t, r.Findings, "one cluster is swept once")
+			require.NotEmpty(t, r.Errors)
+			assert.Contains(t, r.Errors[0].Message, "the same cluster as context alpha")
+			assert.False(t, r.Errors[0].Fatal)
+		default:
+			assert.Len(t, r.Findings, 1, "%s is still reported", r.Metadata.Cluster)
+		}
+	}
+
+	table, _, _ := sweeperBinary.Run(t, "--kubeconfig", kubeconfig, "--contexts", "alpha,beta", "--include-namespaces", alphaNS+","+betaNS,
+		"--rules=stuck-terminating", "--min-terminating-age=0s", "--log-level=warn")
+	assert.Regexp(t, `(?m)^CLUSTER\s+RULE`, table)
+	assert.Regexp(t, `(?m)^beta\s+stuck-terminating\s+ConfigMap\s+fleet-beta/beta-stuck`, table)
+
+	_, stderr, code = sweeperBinary.Run(t, append(args, "--all-contexts", "--dry-run=none")...)
+	assert.Equal(t, 2, code, "writes need the contexts named: %s", stderr)
+	_, stderr, code = sweeperBinary.Run(t, append(args, "--contexts", "alpha,delta")...)
+	assert.Equal(t, 2, code, "no context delta: %s", stderr)
+	assert.Contains(t, stderr, `no context "delta"`)
+}
