@@ -13,6 +13,7 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/redact"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // sendToSinks notifies and pushes the metrics of a finished sweep. The notification goes first, so
@@ -85,4 +86,28 @@ func failure(r *report.Report) string {
 		parts = append(parts, fmt.Sprintf("%d actions failed", r.Summary.Failed))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// finishFleet is finish for the reports of several clusters, as one FleetReport: two reports of
+// one cluster name are bad input; the run fails when a cluster's did.
+func finishFleet(o options.OutputOptions, reports []*report.Report, out io.Writer) error {
+	fleet, err := report.NewFleet(reports)
+	if err != nil {
+		return &sweeper.InputError{Err: err}
+	}
+	if err := fleet.Print(out, o.Output, o.NoGroup); err != nil {
+		return fmt.Errorf("print the report: %w", err)
+	}
+	if o.ReportFile != "" {
+		if err := report.WriteAtomically(o.ReportFile, func(w io.Writer) error { return fleet.Print(w, report.JSON, false) }); err != nil {
+			return fmt.Errorf("write --%s %s: %w", options.FlagReportFile, o.ReportFile, err)
+		}
+	}
+	switch {
+	case fleet.Failed():
+		return fmt.Errorf("%w: the runs of %v failed", errIncomplete, fleet.Summary.FailedRuns)
+	case o.FailOnFindings && fleet.Summary.Findings > 0:
+		return fmt.Errorf("%w: %d findings (--%s)", errFindings, fleet.Summary.Findings, options.FlagFailOnFindings)
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,11 +26,13 @@ func sweepFleet(ctx context.Context, o *options.Options, ruleSet []rules.Rule, s
 	}
 	reports := make([]*report.Report, len(contexts))
 	conns := make([]*connection, len(contexts))
-	sweptAs := map[types.UID]string{} // the context a cluster is swept as
+	ones := make([]options.Options, len(contexts)) // each context's options: named by it
+	sweptAs := map[types.UID]string{}              // the context a cluster is swept as
 	for i, name := range contexts {
-		one := *o
+		one := &ones[i]
+		*one = *o
 		one.Context, one.Cluster = name, name
-		conn, err := connect(ctx, &one, s)
+		conn, err := connect(ctx, one, s)
 		if err != nil {
 			reports[i] = unreachable(name, one.DryRun, err)
 			continue
@@ -57,33 +58,13 @@ func sweepFleet(ctx context.Context, o *options.Options, ruleSet []rules.Rule, s
 		}
 		g.Go(func() error {
 			defer conn.cancel()
-			one := *o
-			one.Context, one.Cluster = contexts[i], contexts[i]
-			reports[i] = conn.sweep(one.EngineConfig(), ruleSet)
-			sendToSinks(ctx, &one, reports[i], ruleSet, conn.logger)
+			reports[i] = conn.sweep(ones[i].EngineConfig(), ruleSet)
+			sendToSinks(ctx, &ones[i], reports[i], ruleSet, conn.logger)
 			return nil
 		})
 	}
 	_ = g.Wait() // the goroutines return no error: each cluster's problems are in its report
-	fleet, err := report.NewFleet(reports)
-	if err != nil {
-		return &sweeper.InputError{Err: err}
-	}
-	if err := fleet.Print(s.out, o.Output, o.NoGroup); err != nil {
-		return fmt.Errorf("print the report: %w", err)
-	}
-	if o.ReportFile != "" {
-		if err := report.WriteAtomically(o.ReportFile, func(w io.Writer) error { return fleet.Print(w, report.JSON, false) }); err != nil {
-			return fmt.Errorf("write --%s %s: %w", options.FlagReportFile, o.ReportFile, err)
-		}
-	}
-	switch {
-	case fleet.Failed():
-		return fmt.Errorf("%w: the runs of %v failed", errIncomplete, fleet.Summary.FailedRuns)
-	case o.FailOnFindings && fleet.Summary.Findings > 0:
-		return fmt.Errorf("%w: %d findings (--%s)", errFindings, fleet.Summary.Findings, options.FlagFailOnFindings)
-	}
-	return nil
+	return finishFleet(o.OutputOptions, reports, s.out)
 }
 
 // unreachable is the report of a cluster whose context could not be reached: its error, fatal.

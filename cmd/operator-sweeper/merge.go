@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -51,25 +50,7 @@ func (c *mergeCommand) run(_ context.Context, o *options.Options, s streams) err
 		}
 		reports = append(reports, found...)
 	}
-	fleet, err := report.NewFleet(reports)
-	if err != nil {
-		return &sweeper.InputError{Err: err}
-	}
-	if err := fleet.Print(s.out, o.Output, o.NoGroup); err != nil {
-		return fmt.Errorf("print the report: %w", err)
-	}
-	if o.ReportFile != "" {
-		if err := report.WriteAtomically(o.ReportFile, func(w io.Writer) error { return fleet.Print(w, report.JSON, false) }); err != nil {
-			return fmt.Errorf("write --%s %s: %w", options.FlagReportFile, o.ReportFile, err)
-		}
-	}
-	switch {
-	case fleet.Failed():
-		return fmt.Errorf("%w: the runs of %v failed", errIncomplete, fleet.Summary.FailedRuns)
-	case o.FailOnFindings && fleet.Summary.Findings > 0:
-		return fmt.Errorf("%w: %d findings (--%s)", errFindings, fleet.Summary.Findings, options.FlagFailOnFindings)
-	}
-	return nil
+	return finishFleet(o.OutputOptions, reports, s.out)
 }
 
 // readReports reads the reports of a file ("-": standard input): a FleetReport's clusters, or a

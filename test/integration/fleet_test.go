@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -44,20 +43,8 @@ func fleetKubeconfig(t *testing.T, alpha, beta *cluster.Cluster) string {
 // and nothing crossed, exit 0; --all-contexts still reports both, names the unreachable one, and
 // exits 1; --all-contexts does not write.
 func TestFleetContexts(t *testing.T) {
-	ctx := context.Background()
-	beta, err := cluster.Start()
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, beta.Stop()) }()
-
-	const stuck = `{apiVersion: v1, kind: ConfigMap, metadata: {name: NAME, namespace: NAMESPACE, finalizers: [example.com/keep]}}`
-	alphaNS := testCluster.NewNamespace(t)
-	alphaObj := terminate(t, alphaNS, fill(stuck, alphaNS, "alpha-stuck"))[0]
-	betaNS := "fleet-beta"
-	require.NoError(t, beta.CreateNamespace(ctx, betaNS))
-	betaObjs, err := beta.Create(ctx, fill(stuck, betaNS, "beta-stuck"))
-	require.NoError(t, err)
-	_, err = beta.Delete(ctx, betaObjs[0])
-	require.NoError(t, err)
+	const betaNS = "fleet-beta"
+	beta, alphaNS, alphaObj := twoClusters(t, betaNS)
 	kubeconfig := fleetKubeconfig(t, testCluster, beta)
 	args := []string{"--kubeconfig", kubeconfig, "--include-namespaces", alphaNS + "," + betaNS, "--rules=stuck-terminating",
 		"--min-terminating-age=0s", "--log-level=warn", "-o", "json"}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
@@ -16,21 +17,30 @@ import (
 
 // TestMergeTwoClusters: the reports of two real API servers' sweeps, run apart, merge into one
 // JSON and one HTML report holding both, each finding under its cluster and none crossed.
-func TestMergeTwoClusters(t *testing.T) {
+// twoClusters starts a second API server, beta, stopped when the test ends, and leaves a
+// ConfigMap stuck Terminating in a namespace of each: alpha-stuck in the test cluster's alphaNS,
+// beta-stuck in beta's betaNS.
+func twoClusters(t *testing.T, betaNS string) (beta *cluster.Cluster, alphaNS string, alphaObj *unstructured.Unstructured) {
+	t.Helper()
 	ctx := context.Background()
 	beta, err := cluster.Start()
 	require.NoError(t, err)
-	defer func() { assert.NoError(t, beta.Stop()) }()
+	t.Cleanup(func() { assert.NoError(t, beta.Stop()) })
 
 	const stuck = `{apiVersion: v1, kind: ConfigMap, metadata: {name: NAME, namespace: NAMESPACE, finalizers: [example.com/keep]}}`
-	alphaNS := testCluster.NewNamespace(t)
-	alphaObj := terminate(t, alphaNS, fill(stuck, alphaNS, "alpha-stuck"))[0]
-	betaNS := "merge-beta"
+	alphaNS = testCluster.NewNamespace(t)
+	alphaObj = terminate(t, alphaNS, fill(stuck, alphaNS, "alpha-stuck"))[0]
 	require.NoError(t, beta.CreateNamespace(ctx, betaNS))
 	betaObjs, err := beta.Create(ctx, fill(stuck, betaNS, "beta-stuck"))
 	require.NoError(t, err)
 	_, err = beta.Delete(ctx, betaObjs[0])
 	require.NoError(t, err)
+	return beta, alphaNS, alphaObj
+}
+
+func TestMergeTwoClusters(t *testing.T) {
+	const betaNS = "merge-beta"
+	beta, alphaNS, alphaObj := twoClusters(t, betaNS)
 
 	dir := t.TempDir()
 	for _, run := range []struct {
