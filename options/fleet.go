@@ -28,9 +28,9 @@ func defaultFleetOptions() FleetOptions { return FleetOptions{ClusterConcurrency
 
 // AddFlags binds the group's flags to o; the defaults shown are o's current values.
 func (o *FleetOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&o.Contexts, FlagContexts, o.Contexts, "Sweep these kubeconfig contexts (names or globs), one run each, into one report; each cluster is named by its context.")
-	fs.BoolVar(&o.AllContexts, FlagAllContexts, o.AllContexts, "Sweep every context of the kubeconfig (report only: writes need --contexts named).")
-	fs.IntVar(&o.ClusterConcurrency, FlagClusterConcurrency, o.ClusterConcurrency, "Clusters swept at once with --contexts or --all-contexts.")
+	fs.StringSliceVar(&o.Contexts, FlagContexts, o.Contexts, "Run on these kubeconfig contexts (names or globs), one run each, into one report; each cluster is named by its context.")
+	fs.BoolVar(&o.AllContexts, FlagAllContexts, o.AllContexts, "Run on every context of the kubeconfig (report only: writes need --contexts named).")
+	fs.IntVar(&o.ClusterConcurrency, FlagClusterConcurrency, o.ClusterConcurrency, "Clusters run on at once with --contexts or --all-contexts.")
 }
 
 // Fleet reports whether the sweep covers several contexts.

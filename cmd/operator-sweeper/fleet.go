@@ -16,55 +16,106 @@ import (
 
 // sweepFleet sweeps every context --contexts or --all-contexts selects, each with its own client,
 // timeout and name (its context's), at most --cluster-concurrency at once, and prints one
-// FleetReport. A context that cannot be reached is that cluster's error; two contexts of one
-// cluster (the same kube-system UID) are swept once. Each cluster's metrics and notification go
-// out as a single sweep's. It fails as the worst of the clusters.
+// FleetReport. Each cluster's metrics and notification go out as a single sweep's. It fails as the
+// worst of the clusters.
 func sweepFleet(ctx context.Context, o *options.Options, ruleSet []rules.Rule, s streams) error {
-	contexts, err := sweeper.Contexts(o.Kubeconfig, o.Contexts, o.AllContexts)
+	members, err := connectFleet(ctx, o, s)
 	if err != nil {
 		return err
 	}
-	reports := make([]*report.Report, len(contexts))
-	conns := make([]*connection, len(contexts))
-	ones := make([]options.Options, len(contexts)) // each context's options: named by it
-	sweptAs := map[types.UID]string{}              // the context a cluster is swept as
-	for i, name := range contexts {
-		one := &ones[i]
-		*one = *o
-		one.Context, one.Cluster = name, name
-		conn, err := connect(ctx, one, s)
-		if err != nil {
-			reports[i] = unreachable(name, one.DryRun, err)
-			continue
-		}
-		conn.progress = nil // one line of progress cannot show several clusters
-		uid, err := conn.clients.ClusterUID(conn.ctx)
-		if first, seen := sweptAs[uid]; err == nil && seen {
-			conn.cancel()
-			reports[i] = report.New(time.Now(), report.Metadata{Cluster: name, ClusterUID: string(uid), Mode: one.DryRun})
-			reports[i].Errors = append(reports[i].Errors, report.Error{Stage: report.StageInventory,
-				Message: fmt.Sprintf("the same cluster as context %s (kube-system uid %s): swept once, as %s", first, uid, first)})
-			continue
-		} else if err == nil {
-			sweptAs[uid] = name
-		}
-		conns[i] = conn
+	eachCluster(members, o.ClusterConcurrency, func(m *member) {
+		m.report = m.conn.sweep(m.opts.EngineConfig(), ruleSet)
+		sendToSinks(ctx, &m.opts, m.report, ruleSet, m.conn.logger)
+	})
+	return finishFleet(o.OutputOptions, reports(members), s.out)
+}
+
+// member is one context of a fleet: its options (named by the context), its connection (nil when
+// it could not be reached, or is a cluster already in the fleet), its report, and, for a
+// preflight, how it ended and why its target is not there.
+type member struct {
+	opts    options.Options
+	conn    *connection
+	report  *report.Report
+	verdict error
+	absent  string
+}
+
+// connectFleet connects to every context --contexts or --all-contexts selects, at most
+// --cluster-concurrency at once. A context that cannot be reached gets that error as its report;
+// two contexts of one cluster (the same kube-system UID) are swept once, as the first.
+func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member, error) {
+	contexts, err := sweeper.Contexts(o.Kubeconfig, o.Contexts, o.AllContexts)
+	if err != nil {
+		return nil, err
 	}
+	members := make([]*member, len(contexts))
+	uids := make([]types.UID, len(contexts))
 	g := new(errgroup.Group)
 	g.SetLimit(o.ClusterConcurrency)
-	for i, conn := range conns {
-		if conn == nil {
-			continue
-		}
+	for i, name := range contexts {
+		m := &member{opts: *o}
+		m.opts.Context, m.opts.Cluster = name, name
+		members[i] = m
 		g.Go(func() error {
-			defer conn.cancel()
-			reports[i] = conn.sweep(ones[i].EngineConfig(), ruleSet)
-			sendToSinks(ctx, &ones[i], reports[i], ruleSet, conn.logger)
+			conn, err := connect(ctx, &m.opts, s)
+			if err != nil {
+				m.report = unreachable(name, m.opts.DryRun, err)
+				return nil
+			}
+			conn.progress = nil // one line of progress cannot show several clusters
+			m.conn = conn
+			// Not read, the cluster is swept: a duplicate costs a second sweep, never a missed one.
+			uids[i], _ = conn.clients.ClusterUID(conn.ctx)
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines return no error: each cluster's problems are in its report
-	return finishFleet(o.OutputOptions, reports, s.out)
+	_ = g.Wait() // each context's problem is in its report
+	// The context each cluster is swept as.
+	sweptAs := map[types.UID]string{}
+	for i, m := range members {
+		if m.conn == nil || uids[i] == "" {
+			continue
+		}
+		name := m.opts.Cluster
+		if first, seen := sweptAs[uids[i]]; seen {
+			m.conn.cancel()
+			m.conn = nil
+			m.report = report.New(time.Now(), report.Metadata{Cluster: name, ClusterUID: string(uids[i]), Mode: m.opts.DryRun})
+			m.report.Errors = append(m.report.Errors, report.Error{Stage: report.StageInventory,
+				Message: fmt.Sprintf("the same cluster as context %s (kube-system uid %s): swept once, as %s", first, uids[i], first)})
+			continue
+		}
+		sweptAs[uids[i]] = name
+	}
+	return members, nil
+}
+
+// eachCluster runs fn for every member connected to, at most limit at once, and closes its
+// connection afterwards.
+func eachCluster(members []*member, limit int, fn func(*member)) {
+	g := new(errgroup.Group)
+	g.SetLimit(limit)
+	for _, m := range members {
+		if m.conn == nil {
+			continue
+		}
+		g.Go(func() error {
+			defer m.conn.cancel()
+			fn(m)
+			return nil
+		})
+	}
+	_ = g.Wait() // fn returns nothing: each cluster's problems are in its report
+}
+
+// reports are the members' reports, in the order of their contexts.
+func reports(members []*member) []*report.Report {
+	out := make([]*report.Report, len(members))
+	for i, m := range members {
+		out[i] = m.report
+	}
+	return out
 }
 
 // unreachable is the report of a cluster whose context could not be reached: its error, fatal.

@@ -311,7 +311,7 @@ func TestPreflightDrainFinalized(t *testing.T) {
 	before := resourceVersions(t, others)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go finalizeGizmos(ctx, f.gizmos)
+	go finalizeDeleted(ctx, gizmoResource(), f.gizmos)
 	rep, stderr, code := f.preflight(t, "deployment/gizmo-operator", "--drain", "--dry-run=none", "--drain-timeout=1m")
 	require.Equal(t, 0, code, "drained\n%s", stderr)
 	assert.Equal(t, 0, rep.Summary.Failed)
@@ -339,12 +339,12 @@ func resourceVersionsExcept(versions map[string]string, objs []*unstructured.Uns
 	return out
 }
 
-// finalizeGizmos removes the gizmo operator's finalizer from the Gizmos of objs being deleted,
-// as the operator would after its cleanup, until ctx is done.
-func finalizeGizmos(ctx context.Context, objs []*unstructured.Unstructured) {
+// finalizeDeleted removes the finalizers of the objs of resource being deleted, as their operator
+// would after its cleanup, until ctx is done.
+func finalizeDeleted(ctx context.Context, resource schema.GroupVersionResource, objs []*unstructured.Unstructured) {
 	for ctx.Err() == nil {
 		for _, g := range objs {
-			client := testCluster.Dynamic.Resource(gizmoResource()).Namespace(g.GetNamespace())
+			client := testCluster.Dynamic.Resource(resource).Namespace(g.GetNamespace())
 			now, err := client.Get(ctx, g.GetName(), metav1.GetOptions{})
 			if err != nil || now.GetDeletionTimestamp() == nil || len(now.GetFinalizers()) == 0 {
 				continue
@@ -374,7 +374,7 @@ func TestPreflightDrainProtected(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go finalizeGizmos(ctx, f.gizmos)
+	go finalizeDeleted(ctx, gizmoResource(), f.gizmos)
 	_, stderr, code = f.preflight(t, "deployment/gizmo-operator", "--drain", "--drain-protected", "--dry-run=none", "--drain-timeout=1m")
 	require.Equal(t, 0, code, "drained, as asked\n%s", stderr)
 }
