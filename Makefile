@@ -16,8 +16,13 @@ STATICCHECK_VERSION := v0.8.2
 # Unit tests need no cluster; integration tests start a real kube-apiserver and etcd and, in
 # test/controllers, kube-controller-manager, kube-scheduler, kwok and OLM v0: built once per machine
 # by hack/testbin.sh into ~/.cache/operator-sweeper/testbin.
-UNIT_PACKAGES        := ./cmd/... ./options/... ./sweeper/... ./rules/... ./report/... ./backup/... ./redact/... ./push/... ./notify/... ./restore/... ./manifests/... ./hack/krew/...
+# Every package with tests outside test/ (a list by hand once forgot preflight's); evaluated when used.
+UNIT_PACKAGES         = $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/test/')
 INTEGRATION_PACKAGES := ./test/...
+API_PACKAGES         := ./test/integration/... ./test/cluster/...
+# The rest of test/: what a new suite there needs is the whole control plane until said otherwise.
+CONTROLLER_PACKAGES   = $(filter-out $(API_PACKAGES:./%/...=$(MODULE)/%),$(shell $(GO) list ./test/...))
+MODULE               := github.com/operator-sweeper/operator-sweeper
 
 .PHONY: help
 help: ## List the targets.
@@ -74,7 +79,7 @@ manifests: ## Render the kustomize base and overlays into bin/manifests/.
 	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
 .PHONY: tools
-tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool, chromium).
+tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool, chromium, redis-server).
 	@hack/debian-tools.sh
 
 .PHONY: chart-lint
@@ -92,7 +97,7 @@ testbin: ## Build (once) kube-apiserver and etcd, for the demo.
 	@hack/testbin.sh >/dev/null
 
 .PHONY: testbin-all
-testbin-all: ## Build (once) the whole control plane the tests and demo-real run: and controllers, kwok, OLM.
+testbin-all: ## Build (once) the whole control plane the tests and demo-real run: and controllers, kwok, OLM, the operators.
 	@hack/testbin.sh all >/dev/null
 
 .PHONY: demo
@@ -104,7 +109,22 @@ demo-real: build testbin-all ## The demo with real controllers and OLM making th
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) run ./hack/demo --real --sweeper $(BIN) $(DEMO_ARGS)
 
 .PHONY: test
-test: lint test-unit test-alerts test-integration ## Everything CI runs: lint, unit, alert and integration tests.
+# make test orders its work for a fresh machine, where building the test binaries from the module
+# proxy is most of the time: they build in the background from the start at the lowest CPU priority
+# (nice 19), so they take what lint and the unit tests leave idle (module downloads, links) without
+# slowing them; the API-server suites start as soon as kube-apiserver, etcd and kubectl are built,
+# while the controllers, OLM, the operators and helm go on building; the controller suites come
+# last. A failure stops the builds (their session is killed).
+test: tools ## Everything CI runs: lint, unit, alert and integration tests.
+	@ready="$$(mktemp -d)"; \
+	  setsid bash -euo pipefail -c 'nice -n 19 hack/testbin.sh kubectl >/dev/null; touch "$$1/api"; \
+	    nice -n 19 hack/testbin.sh all >/dev/null; nice -n 19 hack/helm.sh >/dev/null' builds "$$ready" & builds=$$!; \
+	  trap 'kill -- -$$builds 2>/dev/null || true; rm -rf "$$ready"' EXIT; \
+	  $(MAKE) --no-print-directory lint test-unit test-alerts; \
+	  until [[ -e "$$ready/api" ]]; do kill -0 $$builds 2>/dev/null || { wait $$builds; exit 1; }; sleep 1; done; \
+	  $(MAKE) --no-print-directory test-api; \
+	  wait $$builds; \
+	  $(MAKE) --no-print-directory test-controllers
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster).
@@ -115,11 +135,19 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 	promtool check rules manifests/alerts/operator-sweeper.rules.yaml
 	cd manifests/alerts && promtool test rules operator-sweeper.rules.test.yaml
 
-.PHONY: test-integration
 # -p 1: each package runs its own control plane; two at once on a 2-core machine starve the real
 # controllers (OLM's) that test/controllers waits on.
-test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway.
+.PHONY: test-integration
+test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway: test-api and test-controllers.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(INTEGRATION_PACKAGES)
+
+.PHONY: test-api
+test-api: tools ## The suites that need kube-apiserver, etcd and kubectl only (test/integration, test/cluster).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) test -p 1 -count=1 -timeout 25m $(API_PACKAGES)
+
+.PHONY: test-controllers
+test-controllers: testbin-all tools ## The suites that run real controllers, OLM and operators, or install with helm (test/controllers, test/e2e).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(CONTROLLER_PACKAGES)
 
 # Only the test packages with benchmarks: each package's TestMain starts its control plane, and
 # test/controllers' needs all of `hack/testbin.sh all`.

@@ -40,26 +40,36 @@ promop="$root/prometheus-operator-${PROMOP_VERSION}"
 argocd="$root/argocd-${ARGOCD_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
-# quiet runs a command and shows its output only when it fails.
+# quiet runs a command and shows its output only when it fails. Each component's build runs in a
+# subshell of its own, logging to $work/$component.log.
 quiet() {
-  if ! "$@" >"$work/log" 2>&1; then
-    cat "$work/log" >&2
+  if ! "$@" >>"$work/$component.log" 2>&1; then
+    cat "$work/$component.log" >&2
     log "failed: $*"
     exit 1
   fi
 }
-# build builds a package of the current module into a cache file, atomically.
-build() {
+# build_file builds one package of the current module into the cache file $1, atomically.
+build_file() {
   local out="$1"; shift
-  go build -trimpath -o "$out.tmp" "$@"
+  go build -trimpath -o "$out.tmp" "$@" || return 1
   mv "$out.tmp" "$out"
+}
+# build_into builds main packages of the current module into the cache folder $1, atomically. One go
+# build for several main packages compiles what they share once and links them in parallel.
+build_into() {
+  local dir="$1" tmp f; shift
+  tmp="$(mktemp -d "$dir/build.XXXXXX")"
+  go build -trimpath -o "$tmp/" "$@" || { rm -rf "$tmp"; return 1; }
+  for f in "$tmp"/*; do mv "$f" "$dir/"; done
+  rmdir "$tmp"
 }
 # module_dir copies a module's directory out of the module cache, writable, without vendor/.
 module_dir() {
   local dir
   dir="$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$dir" ]] || { log "could not download $1"; exit 1; }
-  cp -r "$dir" "$2" && chmod -R u+w "$2" && rm -rf "$2/vendor"
+  cp -r "$dir/." "$2" && chmod -R u+w "$2" && rm -rf "$2/vendor"
 }
 
 all=false
@@ -75,106 +85,95 @@ missing() {
   return 1
 }
 
-if ! missing "$kube/etcd" "${kube_binaries[@]/#/$kube/}" &&
-  { ! $all || ! missing "$kwok/kwok" "$kwok/stages.yaml" "$olm/olm" "$olm/catalog" "$opm/opm" "$promop/prometheus-operator" "$promop/prometheus-operator-crds" "$argocd/argocd-application-controller" "$argocd/argocd-crds"; }; then
-  : # all cached
-else
-  command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
-  mkdir -p "$kube"
-  work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
-  export GOFLAGS="-mod=mod" GOWORK=off CGO_ENABLED=0
+# Each component is fetched, then built. fetch_X downloads what building X needs (its module, and
+# every module its packages import: go list -deps) into the module cache and prepares its main
+# module in $work/X; build_X compiles it into the cache. They run in the folder of $work/X.
 
-  if missing "$kube/etcd"; then
-    log "building etcd $ETCD_VERSION (about 1 minute)"
-    mkdir -p "$work/etcd" && cd "$work/etcd"
-    quiet go mod init testbin/etcd
-    quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
-    quiet build "$kube/etcd" go.etcd.io/etcd/server/v3
-  fi
+fetch_etcd() {
+  quiet go mod init testbin/etcd
+  quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+  quiet go list -deps go.etcd.io/etcd/server/v3
+}
+build_etcd() { quiet build_file "$kube/etcd" go.etcd.io/etcd/server/v3; }
 
-  if missing "${kube_binaries[@]/#/$kube/}"; then
-    log "building what is missing of ${kube_binaries[*]} $KUBE_VERSION (about 10 minutes on 2 cores the first time; cached afterwards)"
-    mkdir -p "$work/kube" && cd "$work/kube"
-    quiet go mod init testbin/kube
-    gomod="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-    [[ -f "$gomod" ]] || { log "could not download k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
-    # Every staging module the components can need; the sample-* modules are not published.
-    awk '/=> \.\/staging\/src\//{print $1}' "$gomod" | grep -v '^k8s.io/sample-' | while read -r mod; do
-      go mod edit -replace "${mod}=${mod}@${STAGING_VERSION}"
-    done
-    go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
-    for b in "${kube_binaries[@]}"; do go mod edit -tool "k8s.io/kubernetes/cmd/$b"; done
-    quiet go mod tidy
-    minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
-    for b in "${kube_binaries[@]}"; do
-      missing "$kube/$b" || continue
-      quiet build "$kube/$b" -ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
-        "k8s.io/kubernetes/cmd/$b"
-    done
-  fi
+fetch_kube() {
+  quiet go mod init testbin/kube
+  local gomod b
+  gomod="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  [[ -f "$gomod" ]] || { log "could not download k8s.io/kubernetes@${KUBE_VERSION}"; exit 1; }
+  # Every staging module the components can need; the sample-* modules are not published.
+  awk '/=> \.\/staging\/src\//{print $1}' "$gomod" | grep -v '^k8s.io/sample-' | while read -r mod; do
+    go mod edit -replace "${mod}=${mod}@${STAGING_VERSION}"
+  done
+  go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
+  for b in "${kube_want[@]}"; do go mod edit -tool "k8s.io/kubernetes/cmd/$b"; done
+  quiet go mod tidy
+  quiet go list -deps "${kube_want[@]/#/k8s.io/kubernetes/cmd/}"
+}
+build_kube() {
+  local minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  quiet build_into "$kube" -ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
+    "${kube_want[@]/#/k8s.io/kubernetes/cmd/}"
+}
 
-  if $all && missing "$kwok/kwok" "$kwok/stages.yaml"; then
-    log "building kwok $KWOK_VERSION (about 1 minute)"
-    mkdir -p "$kwok" "$work/kwok" && cd "$work/kwok"
-    quiet go mod init testbin/kwok
-    quiet go get "sigs.k8s.io/kwok@${KWOK_VERSION}"
-    quiet build "$kwok/kwok" sigs.k8s.io/kwok/cmd/kwok
-    # The Stages that make kwok act as kubelets: nodes become Ready and renew their Leases, pods
-    # run, and pods being deleted are confirmed gone.
-    stages="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
-    for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
-      cat "$stages/$f.yaml"; echo "---"
-    done >"$kwok/stages.yaml.tmp"
-    mv "$kwok/stages.yaml.tmp" "$kwok/stages.yaml"
-  fi
+fetch_kwok() {
+  quiet go mod init testbin/kwok
+  quiet go get "sigs.k8s.io/kwok@${KWOK_VERSION}"
+  quiet go list -deps sigs.k8s.io/kwok/cmd/kwok
+}
+build_kwok() {
+  mkdir -p "$kwok"
+  quiet build_into "$kwok" sigs.k8s.io/kwok/cmd/kwok
+  # The Stages that make kwok act as kubelets: nodes become Ready and renew their Leases, pods
+  # run, and pods being deleted are confirmed gone.
+  local stages f
+  stages="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    cat "$stages/$f.yaml"; echo "---"
+  done >"$kwok/stages.yaml.tmp"
+  mv "$kwok/stages.yaml.tmp" "$kwok/stages.yaml"
+}
 
-  if $all && missing "$olm/olm" "$olm/catalog"; then
-    log "building OLM $OLM_VERSION olm and catalog operators (about 4 minutes)"
-    mkdir -p "$olm" && cd "$work"
-    module_dir "github.com/operator-framework/operator-lifecycle-manager@${OLM_VERSION}" "$work/olm"
-    cd "$work/olm"
-    quiet build "$olm/olm" ./cmd/olm
-    quiet build "$olm/catalog" ./cmd/catalog
-  fi
+fetch_olm() {
+  module_dir "github.com/operator-framework/operator-lifecycle-manager@${OLM_VERSION}" .
+  quiet go list -deps ./cmd/olm ./cmd/catalog
+}
+build_olm() { mkdir -p "$olm" && quiet build_into "$olm" ./cmd/olm ./cmd/catalog; }
 
-  if $all && missing "$opm/opm"; then
-    log "building opm (operator-registry $REGISTRY_VERSION, about 2 minutes)"
-    mkdir -p "$opm" && cd "$work"
-    module_dir "github.com/operator-framework/operator-registry@${REGISTRY_VERSION}" "$work/registry"
-    cd "$work/registry"
-    quiet build "$opm/opm" ./cmd/opm
-  fi
+fetch_opm() {
+  module_dir "github.com/operator-framework/operator-registry@${REGISTRY_VERSION}" .
+  quiet go list -deps ./cmd/opm
+}
+build_opm() { mkdir -p "$opm" && quiet build_into "$opm" ./cmd/opm; }
 
-  if $all && missing "$promop/prometheus-operator" "$promop/prometheus-operator-crds"; then
-    log "building prometheus-operator $PROMOP_VERSION (about 2 minutes)"
-    mkdir -p "$promop" && cd "$work"
-    module_dir "github.com/prometheus-operator/prometheus-operator@${PROMOP_VERSION}" "$work/promop"
-    cd "$work/promop"
-    # The module zip leaves out the nested modules its go.mod replaces with ./pkg/...: use the
-    # published ones, of the same version.
-    for m in pkg/apis/monitoring pkg/client; do
-      go mod edit -dropreplace="github.com/prometheus-operator/prometheus-operator/$m" \
-        -require="github.com/prometheus-operator/prometheus-operator/$m@${PROMOP_VERSION}"
-    done
-    # The version also makes the default config-reloader image's tag.
-    quiet build "$promop/prometheus-operator" -ldflags "-X github.com/prometheus/common/version.Version=${PROMOP_VERSION#v}" ./cmd/operator
-    rm -rf "$promop/prometheus-operator-crds.tmp" && mkdir -p "$promop/prometheus-operator-crds.tmp"
-    cp example/prometheus-operator-crd/*.yaml "$promop/prometheus-operator-crds.tmp/"
-    rm -rf "$promop/prometheus-operator-crds" && mv "$promop/prometheus-operator-crds.tmp" "$promop/prometheus-operator-crds"
-  fi
+fetch_promop() {
+  module_dir "github.com/prometheus-operator/prometheus-operator@${PROMOP_VERSION}" .
+  # The module zip leaves out the nested modules its go.mod replaces with ./pkg/...: use the
+  # published ones, of the same version.
+  local m
+  for m in pkg/apis/monitoring pkg/client; do
+    go mod edit -dropreplace="github.com/prometheus-operator/prometheus-operator/$m" \
+      -require="github.com/prometheus-operator/prometheus-operator/$m@${PROMOP_VERSION}"
+  done
+  quiet go list -deps ./cmd/operator
+}
+build_promop() {
+  mkdir -p "$promop"
+  # The version also makes the default config-reloader image's tag.
+  quiet build_file "$promop/prometheus-operator" -ldflags "-X github.com/prometheus/common/version.Version=${PROMOP_VERSION#v}" ./cmd/operator
+  rm -rf "$promop/prometheus-operator-crds.tmp" && mkdir -p "$promop/prometheus-operator-crds.tmp"
+  cp example/prometheus-operator-crd/*.yaml "$promop/prometheus-operator-crds.tmp/"
+  rm -rf "$promop/prometheus-operator-crds" && mv "$promop/prometheus-operator-crds.tmp" "$promop/prometheus-operator-crds"
+}
 
-  if $all && missing "$argocd/argocd-application-controller" "$argocd/argocd-crds"; then
-    log "building Argo CD $ARGOCD_VERSION's application-controller (about 3 minutes)"
-    mkdir -p "$argocd" && cd "$work"
-    module_dir "github.com/argoproj/argo-cd/v3@${ARGOCD_VERSION}" "$work/argocd"
-    cd "$work/argocd"
-    # Upstream builds one binary for every component (./cmd); the application-controller's own
-    # main, in the module so that its go.mod applies, compiles a third less. It needs Redis
-    # (Debian's redis-server, from hack/debian-tools.sh), not the repo-server, to finalize deleted
-    # Applications.
-    mkdir -p hack/sweeper-application-controller
-    cat >hack/sweeper-application-controller/main.go <<'GO'
+fetch_argocd() {
+  module_dir "github.com/argoproj/argo-cd/v3@${ARGOCD_VERSION}" .
+  # Upstream builds one binary for every component (./cmd); the application-controller's own
+  # main, in the module so that its go.mod applies, compiles a third less. It needs Redis
+  # (Debian's redis-server, from hack/debian-tools.sh), not the repo-server, to finalize deleted
+  # Applications.
+  mkdir -p hack/argocd-application-controller
+  cat >hack/argocd-application-controller/main.go <<'GO'
 package main
 
 import (
@@ -189,11 +188,57 @@ func main() {
 	}
 }
 GO
-    quiet build "$argocd/argocd-application-controller" -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}" ./hack/sweeper-application-controller
-    rm -rf "$argocd/argocd-crds.tmp" && mkdir -p "$argocd/argocd-crds.tmp"
-    cp manifests/crds/*-crd.yaml "$argocd/argocd-crds.tmp/"
-    rm -rf "$argocd/argocd-crds" && mv "$argocd/argocd-crds.tmp" "$argocd/argocd-crds"
-  fi
+  quiet go list -deps ./hack/argocd-application-controller
+}
+build_argocd() {
+  mkdir -p "$argocd"
+  quiet build_into "$argocd" -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}" ./hack/argocd-application-controller
+  rm -rf "$argocd/argocd-crds.tmp" && mkdir -p "$argocd/argocd-crds.tmp"
+  cp manifests/crds/*-crd.yaml "$argocd/argocd-crds.tmp/"
+  rm -rf "$argocd/argocd-crds" && mv "$argocd/argocd-crds.tmp" "$argocd/argocd-crds"
+}
+
+components=()
+missing "$kube/etcd" && components+=(etcd)
+kube_want=()
+for b in "${kube_binaries[@]}"; do missing "$kube/$b" && kube_want+=("$b"); done
+[[ ${#kube_want[@]} -gt 0 ]] && components+=(kube)
+if $all; then
+  missing "$kwok/kwok" "$kwok/stages.yaml" && components+=(kwok)
+  missing "$olm/olm" "$olm/catalog" && components+=(olm)
+  missing "$opm/opm" && components+=(opm)
+  missing "$promop/prometheus-operator" "$promop/prometheus-operator-crds" && components+=(promop)
+  missing "$argocd/argocd-application-controller" "$argocd/argocd-crds" && components+=(argocd)
+fi
+
+if [[ ${#components[@]} -gt 0 ]]; then
+  command -v go >/dev/null || { log "go is not on PATH; install Go 1.26 first"; exit 1; }
+  mkdir -p "$kube"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  export GOFLAGS="-mod=mod" GOWORK=off CGO_ENABLED=0
+  # The downloads run at once, and the builds one after the other as their downloads end: a fresh
+  # machine waits on the network and the compiler together. Builds at once would compile what
+  # their modules share twice (the build cache dedupes only what is finished).
+  log "building ${components[*]} from the Go module proxy, about 12 minutes on 2 cores the first time; cached afterwards, by version"
+  started=$SECONDS
+  declare -A fetching
+  for component in "${components[@]}"; do
+    mkdir -p "$work/$component"
+    (cd "$work/$component" && "fetch_$component") &
+    fetching[$component]=$!
+  done
+  # (Each build is a background job too, waited for, so that set -e holds inside it.)
+  failed=0
+  for component in "${components[@]}"; do
+    wait "${fetching[$component]}" || failed=1
+    [[ $failed -eq 0 ]] || continue
+    log "building $component"
+    (cd "$work/$component" && "build_$component") &
+    wait $! || failed=1
+  done
+  [[ $failed -eq 0 ]] || { log "a build failed (its output is above)"; exit 1; }
+  log "built ${components[*]} in $((SECONDS - started))s"
 fi
 
 if ! $all; then
