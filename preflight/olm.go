@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -61,9 +62,13 @@ func resolveCSV(ctx context.Context, clients *sweeper.Clients, namespace, name, 
 			u.APIServices = append(u.APIServices, version+"."+group)
 		}
 	}
-	selector := fmt.Sprintf("olm.owner=%s,olm.owner.namespace=%s,olm.owner.kind=%s", name, namespace, rules.ClusterServiceVersions.Kind)
+	// A name that is no label value (over 63 characters) labels nothing.
+	selector, err := labels.ValidatedSelectorFromSet(labels.Set{"olm.owner": name, "olm.owner.namespace": namespace, "olm.owner.kind": rules.ClusterServiceVersions.Kind})
+	if err != nil {
+		return u, nil
+	}
 	for _, r := range []rules.Resource{rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations} {
-		list, err := clients.Metadata.Resource(r.GroupVersionResource).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := clients.Metadata.Resource(r.GroupVersionResource).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 		if err != nil {
 			return rules.Uninstall{}, fmt.Errorf("read the %s OLM made for ClusterServiceVersion %s/%s: %w", r.GroupResource(), namespace, name, err)
 		}
@@ -82,10 +87,14 @@ func resolveClusterExtension(ctx context.Context, clients *sweeper.Clients, name
 		return rules.Uninstall{}, err
 	}
 	u := rules.Uninstall{Target: "ClusterExtension " + name}
-	selector := "olm.operatorframework.io/owner-kind=ClusterExtension,olm.operatorframework.io/owner-name=" + name
+	// A name that is no label value (over 63 characters) labels nothing.
+	selector, err := labels.ValidatedSelectorFromSet(labels.Set{"olm.operatorframework.io/owner-kind": "ClusterExtension", "olm.operatorframework.io/owner-name": name})
+	if err != nil {
+		return u, nil
+	}
 	for _, r := range []rules.Resource{rules.Deployments, rules.StatefulSets, rules.DaemonSets, rules.Services,
 		rules.CustomResourceDefinitions, rules.ValidatingWebhookConfigurations, rules.MutatingWebhookConfigurations, rules.APIServices} {
-		list, err := clients.Metadata.Resource(r.GroupVersionResource).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := clients.Metadata.Resource(r.GroupVersionResource).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 		if err != nil {
 			return rules.Uninstall{}, fmt.Errorf("read the %s OLM v1 applied for ClusterExtension %s: %w", r.GroupResource(), name, err)
 		}

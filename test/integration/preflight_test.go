@@ -378,3 +378,16 @@ func TestPreflightDrainProtected(t *testing.T) {
 	_, stderr, code = f.preflight(t, "deployment/gizmo-operator", "--drain", "--drain-protected", "--dry-run=none", "--drain-timeout=1m")
 	require.Equal(t, 0, code, "drained, as asked\n%s", stderr)
 }
+
+// TestPreflightCSVWithALongName: a CSV whose name is no label value (over 63 characters) labels
+// nothing; its preflight reads the rest, exit 0, rather than failing on a selector the API server
+// refuses.
+func TestPreflightCSVWithALongName(t *testing.T) {
+	ns := testCluster.NewNamespace(t)
+	name := "a-very-long-operator-name-that-its-authors-did-not-keep-short.v1.2.3"
+	require.Greater(t, len(name), 63)
+	createWhenServed(t, ns, fill(plainCSV, ns, name))
+	rep, stderr, code := runReport(t, "preflight", "csv/"+name, "-n", ns)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, rep.Errors)
+}
