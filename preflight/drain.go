@@ -43,11 +43,12 @@ type drained struct {
 	finalizers []string
 }
 
-// drainList is the objects deleted in one resource and namespace: what one list finds.
+// drainList is the objects deleted of one resource: what one list, across namespaces, finds. One
+// list a resource, not one a namespace: an operator's custom resources may be in thousands of
+// namespaces, and a drain deletes most of what the list returns anyway.
 type drainList struct {
-	resource  schema.GroupVersionResource
-	namespace string
-	objects   map[types.UID]*drained
+	resource schema.GroupVersionResource
+	objects  map[types.UID]*drained
 }
 
 // Wait waits until the objects whose delete the report's findings applied are gone, or until
@@ -74,7 +75,7 @@ func Wait(ctx context.Context, clients *sweeper.Clients, r *report.Report, cfg D
 			case err != nil:
 				// A failed list is tried again at the next tick, the others still are now; the
 				// timeout bounds it.
-				logger.WarnContext(ctx, "drain: list failed", "resource", l.resource.GroupResource(), "namespace", l.namespace, "error", err)
+				logger.WarnContext(ctx, "drain: list failed", "resource", l.resource.GroupResource(), "error", err)
 			}
 			now += len(l.objects)
 		}
@@ -130,10 +131,10 @@ func stayedBecause(waited string, finalizers []string) string {
 	return fmt.Sprintf("%s with finalizers %s: the operator did not remove them; see its logs and the object's status", waited, strings.Join(finalizers, ", "))
 }
 
-// deleted groups the objects whose delete the report applied by resource and namespace.
+// deleted groups the objects whose delete the report applied by resource.
 func deleted(ctx context.Context, clients *sweeper.Clients, r *report.Report) ([]*drainList, int, error) {
 	mapper := clients.Mapper()
-	byList := map[string]*drainList{}
+	byList := map[schema.GroupVersionResource]*drainList{}
 	var lists []*drainList
 	total := 0
 	for _, f := range r.Findings {
@@ -145,11 +146,10 @@ func deleted(ctx context.Context, clients *sweeper.Clients, r *report.Report) ([
 		if err != nil {
 			return nil, 0, fmt.Errorf("drain: the resource of %s: %w", f.Object, err)
 		}
-		id := mapping.Resource.String() + "/" + f.Object.Namespace
-		l, ok := byList[id]
+		l, ok := byList[mapping.Resource]
 		if !ok {
-			l = &drainList{resource: mapping.Resource, namespace: f.Object.Namespace, objects: map[types.UID]*drained{}}
-			byList[id] = l
+			l = &drainList{resource: mapping.Resource, objects: map[types.UID]*drained{}}
+			byList[mapping.Resource] = l
 			lists = append(lists, l)
 		}
 		l.objects[f.Object.UID] = &drained{uid: f.Object.UID, name: f.Object.String()}
@@ -158,17 +158,12 @@ func deleted(ctx context.Context, clients *sweeper.Clients, r *report.Report) ([
 	return lists, total, nil
 }
 
-// refresh lists the list's resource in its namespace, page by page, and keeps the objects still
+// refresh lists the list's resource in every namespace, page by page, and keeps the objects still
 // there, with their finalizers.
 func (l *drainList) refresh(ctx context.Context, client metadata.Interface) error {
 	there := map[types.UID][]string{}
-	resource := client.Resource(l.resource)
-	var list metadata.ResourceInterface = resource
-	if l.namespace != "" {
-		list = resource.Namespace(l.namespace)
-	}
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return list.List(ctx, opts)
+		return client.Resource(l.resource).List(ctx, opts)
 	})
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		m, err := meta.Accessor(obj)
