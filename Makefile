@@ -20,8 +20,9 @@ STATICCHECK_VERSION := v0.8.2
 UNIT_PACKAGES         = $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/test/')
 INTEGRATION_PACKAGES := ./test/...
 API_PACKAGES         := ./test/integration/... ./test/cluster/...
-# The rest of test/: what a new suite there needs is the whole control plane until said otherwise.
-CONTROLLER_PACKAGES   = $(filter-out $(API_PACKAGES:./%/...=$(MODULE)/%),$(shell $(GO) list ./test/...))
+CONTROLLER_PACKAGES  := ./test/controllers/...
+# The rest of test/ (a new suite there needs the whole control plane, until said otherwise).
+E2E_PACKAGES          = $(filter-out $(patsubst ./%/...,$(MODULE)/%,$(API_PACKAGES) $(CONTROLLER_PACKAGES)),$(shell $(GO) list ./test/...))
 MODULE               := github.com/operator-sweeper/operator-sweeper
 
 .PHONY: help
@@ -111,20 +112,21 @@ demo-real: build testbin-all ## The demo with real controllers and OLM making th
 .PHONY: test
 # make test orders its work for a fresh machine, where building the test binaries from the module
 # proxy is most of the time: they build in the background from the start at the lowest CPU priority
-# (nice 19), so they take what lint and the unit tests leave idle (module downloads, links) without
-# slowing them; the API-server suites start as soon as kube-apiserver, etcd and kubectl are built,
-# while the controllers, OLM, the operators and helm go on building; the controller suites come
-# last. A failure stops the builds (their session is killed).
+# (nice 19), so they take what the tests leave idle (module downloads, links, waits on the control
+# plane) without slowing them. Each suite starts once what it runs is built: the API-server suites
+# after lint and the unit tests, once kube-apiserver, etcd and kubectl are; test/controllers once the
+# controllers, OLM and the operators are, while helm builds; test/e2e last. A failure stops the
+# builds (their session is killed).
 test: tools ## Everything CI runs: lint, unit, alert and integration tests.
 	@ready="$$(mktemp -d)"; \
 	  setsid bash -euo pipefail -c 'nice -n 19 hack/testbin.sh kubectl >/dev/null; touch "$$1/api"; \
-	    nice -n 19 hack/testbin.sh all >/dev/null; nice -n 19 hack/helm.sh >/dev/null' builds "$$ready" & builds=$$!; \
-	  trap 'kill -- -$$builds 2>/dev/null || true; rm -rf "$$ready"' EXIT; \
+	    nice -n 19 hack/testbin.sh all >/dev/null; touch "$$1/all"; nice -n 19 hack/helm.sh >/dev/null; touch "$$1/helm"' builds "$$ready" & \
+	  builds=$$!; trap 'kill -- -$$builds 2>/dev/null || true; rm -rf "$$ready"' EXIT; \
+	  built() { until [[ -e "$$ready/$$1" ]]; do kill -0 $$builds 2>/dev/null || { wait $$builds; exit 1; }; sleep 1; done; }; \
 	  $(MAKE) --no-print-directory lint test-unit test-alerts; \
-	  until [[ -e "$$ready/api" ]]; do kill -0 $$builds 2>/dev/null || { wait $$builds; exit 1; }; sleep 1; done; \
-	  $(MAKE) --no-print-directory test-api; \
-	  wait $$builds; \
-	  $(MAKE) --no-print-directory test-controllers
+	  built api; $(MAKE) --no-print-directory test-api; \
+	  built all; $(MAKE) --no-print-directory test-controllers; \
+	  built helm; $(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster).
@@ -138,7 +140,7 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 # -p 1: each package runs its own control plane; two at once on a 2-core machine starve the real
 # controllers (OLM's) that test/controllers waits on.
 .PHONY: test-integration
-test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway: test-api and test-controllers.
+test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway: test-api, test-controllers and test-e2e.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(INTEGRATION_PACKAGES)
 
 .PHONY: test-api
@@ -146,8 +148,12 @@ test-api: tools ## The suites that need kube-apiserver, etcd and kubectl only (t
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) test -p 1 -count=1 -timeout 25m $(API_PACKAGES)
 
 .PHONY: test-controllers
-test-controllers: testbin-all tools ## The suites that run real controllers, OLM and operators, or install with helm (test/controllers, test/e2e).
+test-controllers: testbin-all tools ## The suite with real controllers, OLM and operators (test/controllers).
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(CONTROLLER_PACKAGES)
+
+.PHONY: test-e2e
+test-e2e: testbin-all tools ## The rest of test/: the shipped manifests and chart installed and run (test/e2e).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(E2E_PACKAGES)
 
 # Only the test packages with benchmarks: each package's TestMain starts its control plane, and
 # test/controllers' needs all of `hack/testbin.sh all`.
