@@ -13,70 +13,26 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
-// The widget operator of the fleet preflight: its Deployment, and the CRD of the Widgets whose
-// finalizer it serves.
-const (
-	fleetWidgetCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.fleet-test.io}
-spec:
-  group: fleet-test.io
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
-	fleetOperator = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: widget-operator
-  namespace: NAMESPACE
-  labels: {app.kubernetes.io/name: widget-operator}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: widget-operator}}
-  template:
-    metadata: {labels: {app: widget-operator}}
-    spec: {containers: [{name: manager, image: example.com/widget-operator:1.0.0}]}
-`
-	fleetMapping = `
-finalizers:
-- pattern: widgets.fleet-test.io/finalizer
-  controllers: [{kind: Deployment, selector: app.kubernetes.io/name=widget-operator}]
-`
-	fleetWidget = `{apiVersion: fleet-test.io/v1, kind: Widget, metadata: {name: NAME, namespace: NAMESPACE, finalizers: [widgets.fleet-test.io/finalizer]}}`
-)
-
-// installFleetOperator creates the widget operator's Deployment in namespace of c, running as
-// its status says (no controller runs in this suite), and returns it.
-func installFleetOperator(t *testing.T, c *cluster.Cluster, namespace string) *unstructured.Unstructured {
+// markRunning says in the status that Deployment namespace/name of c runs (no controller
+// runs in this suite).
+func markRunning(t *testing.T, c *cluster.Cluster, namespace, name string) {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := c.Create(ctx, cluster.Fill(fleetOperator, namespace))
-	require.NoError(t, err)
-	deploy, err := c.Kube.AppsV1().Deployments(namespace).Get(ctx, "widget-operator", metav1.GetOptions{})
+	deploy, err := c.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	deploy.Status.Replicas, deploy.Status.ReadyReplicas, deploy.Status.AvailableReplicas, deploy.Status.UpdatedReplicas = 1, 1, 1, 1
 	_, err = c.Kube.AppsV1().Deployments(namespace).UpdateStatus(ctx, deploy, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	return objs[0]
 }
 
 // TestPreflightFleet: with two real API servers and a kubeconfig whose third context is
 // unreachable, a preflight of --contexts alpha,beta resolves the target in each cluster: where it
-// is not installed, nothing to preflight; where it is, its Widgets under their own cluster. The
+// is not installed, nothing to preflight; where it is, its Gizmos under their own cluster. The
 // exit code is the worst of the clusters' (3 blocked, 1 unreachable over 3, 0 all clear), a target
 // installed nowhere is bad input, and a drain writes only to contexts named.
 func TestPreflightFleet(t *testing.T) {
@@ -86,21 +42,22 @@ func TestPreflightFleet(t *testing.T) {
 	t.Cleanup(func() { assert.NoError(t, beta.Stop()) })
 	kubeconfig := fleetKubeconfig(t, testCluster, beta)
 	config := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(fleetMapping), 0o600))
+	require.NoError(t, os.WriteFile(config, []byte(gizmoMapping), 0o600))
 
-	// alpha: the operator and two Widgets holding its finalizer. beta: the namespace only, at first.
+	// alpha: the gizmo operator and two Gizmos holding its finalizer. beta: the namespace only, at
+	// first.
 	ns := testCluster.NewNamespace(t, "op")
 	require.NoError(t, beta.CreateNamespace(ctx, ns))
-	create(t, "", fleetWidgetCRD)
-	operator := installFleetOperator(t, testCluster, ns)
-	t.Cleanup(func() { remove(t, []*unstructured.Unstructured{operator}) })
-	widgets := append(createWhenServed(t, ns, fill(fleetWidget, ns, "w1")), createWhenServed(t, ns, fill(fleetWidget, ns, "w2"))...)
+	createGizmoCRD(t)
+	create(t, ns, gizmoOperator)
+	markRunning(t, testCluster, ns, "gizmo-operator")
+	gizmos := append(createWhenServed(t, ns, fill(gizmo, ns, "g1")), createWhenServed(t, ns, fill(gizmo, ns, "g2"))...)
 	// What was created in the second a sweep began, or the one before, is never deleted.
 	time.Sleep(2 * time.Second)
 
 	preflight := func(args ...string) (report.Fleet, string, int) {
 		t.Helper()
-		stdout, stderr, code := sweeperBinary.Run(t, append([]string{"preflight", "deployment/widget-operator", "-n", ns,
+		stdout, stderr, code := sweeperBinary.Run(t, append([]string{"preflight", "deployment/gizmo-operator", "-n", ns,
 			"--kubeconfig", kubeconfig, "--config", config, "--sweeper-namespace", ns, "--log-level=warn", "-o", "json"}, args...)...)
 		var fleet report.Fleet
 		if stdout != "" {
@@ -115,35 +72,37 @@ func TestPreflightFleet(t *testing.T) {
 		}
 		return out
 	}
-	widgetsOf := func(r *report.Report) []string {
+	gizmosOf := func(r *report.Report) []string {
 		var names []string
 		for _, f := range r.Findings {
-			if f.Object.Kind == "Widget" {
+			if f.Object.Kind == "Gizmo" {
 				names = append(names, f.Object.Namespace+"/"+f.Object.Name)
 			}
 		}
 		return names
 	}
-	want := []string{ns + "/w1", ns + "/w2"}
+	want := []string{ns + "/g1", ns + "/g2"}
 
 	fleet, stderr, code := preflight("--contexts", "alpha,beta")
-	require.Equal(t, 3, code, "alpha's Widgets would be blocked\n%s", stderr)
+	require.Equal(t, 3, code, "alpha's Gizmos would be blocked\n%s", stderr)
 	assert.Contains(t, stderr, "alpha")
 	clusters := byCluster(fleet)
 	require.Len(t, clusters, 2)
-	assert.ElementsMatch(t, want, widgetsOf(clusters["alpha"]))
+	assert.ElementsMatch(t, want, gizmosOf(clusters["alpha"]))
 	require.NotEmpty(t, clusters["beta"].Errors)
 	assert.Contains(t, clusters["beta"].Errors[0].Message, "nothing to preflight in this cluster")
 	assert.False(t, clusters["beta"].Errors[0].Fatal, "not installed there fails nothing")
 	assert.Empty(t, clusters["beta"].Findings)
 
-	// beta gets the operator, without Widgets: clear there, blocked in alpha.
-	installFleetOperator(t, beta, ns)
+	// beta gets the operator, without Gizmos: clear there, blocked in alpha.
+	_, err = beta.Create(ctx, cluster.Fill(gizmoOperator, ns))
+	require.NoError(t, err)
+	markRunning(t, beta, ns, "gizmo-operator")
 	fleet, stderr, code = preflight("--contexts", "alpha,beta")
 	require.Equal(t, 3, code, stderr)
 	clusters = byCluster(fleet)
-	assert.ElementsMatch(t, want, widgetsOf(clusters["alpha"]))
-	assert.Empty(t, widgetsOf(clusters["beta"]), "nothing crossed")
+	assert.ElementsMatch(t, want, gizmosOf(clusters["alpha"]))
+	assert.Empty(t, gizmosOf(clusters["beta"]), "nothing crossed")
 	assert.Empty(t, clusters["beta"].Errors)
 	_, stderr, code = preflight("--contexts", "b*")
 	assert.Equal(t, 0, code, "beta alone is clear: %s", stderr)
@@ -153,7 +112,7 @@ func TestPreflightFleet(t *testing.T) {
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stderr, "gamma")
 	assert.Equal(t, []string{"gamma"}, fleet.Summary.FailedRuns)
-	assert.ElementsMatch(t, want, widgetsOf(byCluster(fleet)["alpha"]), "alpha is still reported")
+	assert.ElementsMatch(t, want, gizmosOf(byCluster(fleet)["alpha"]), "alpha is still reported")
 
 	// Bad input: a target installed nowhere, a drain that writes to every context.
 	stdout, stderr, code := sweeperBinary.Run(t, "preflight", "deployment/nothing", "-n", ns, "--kubeconfig", kubeconfig, "--contexts", "alpha,beta")
@@ -164,20 +123,16 @@ func TestPreflightFleet(t *testing.T) {
 	_, stderr, code = preflight("--all-contexts", "--drain", "--dry-run=none")
 	assert.Equal(t, 2, code, "a drain needs its contexts named: %s", stderr)
 
-	// A drain of the contexts named: alpha's Widgets deleted and, finalized by the operator, gone.
+	// A drain of the contexts named: alpha's Gizmos deleted and, finalized by the operator, gone.
 	finalizeCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go finalizeDeleted(finalizeCtx, fleetWidgetResource(), widgets)
+	go finalizeDeleted(finalizeCtx, gizmoResource(), gizmos)
 	fleet, stderr, code = preflight("--contexts", "alpha,beta", "--drain", "--dry-run=none", "--drain-timeout=1m")
 	require.Equal(t, 0, code, "drained\n%s", stderr)
-	assert.Equal(t, len(widgets), byCluster(fleet)["alpha"].Summary.Applied)
+	assert.Equal(t, len(gizmos), byCluster(fleet)["alpha"].Summary.Applied)
 	assert.Zero(t, byCluster(fleet)["beta"].Summary.Applied)
-	for _, w := range widgets {
-		_, err := testCluster.Dynamic.Resource(fleetWidgetResource()).Namespace(ns).Get(ctx, w.GetName(), metav1.GetOptions{})
-		assert.True(t, apierrors.IsNotFound(err), "%s is gone: %v", w.GetName(), err)
+	for _, g := range gizmos {
+		_, err := testCluster.Dynamic.Resource(gizmoResource()).Namespace(ns).Get(ctx, g.GetName(), metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s is gone: %v", g.GetName(), err)
 	}
-}
-
-func fleetWidgetResource() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "fleet-test.io", Version: "v1", Resource: "widgets"}
 }

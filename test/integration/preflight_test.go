@@ -109,22 +109,11 @@ type gizmoFixture struct {
 
 func newGizmoFixture(t *testing.T) gizmoFixture {
 	t.Helper()
-	ctx := context.Background()
 	f := gizmoFixture{operatorNS: testCluster.NewNamespace(t, "op"), sweeperNS: testCluster.NewNamespace(t, "sweeper")}
 	a, b := testCluster.NewNamespace(t, "a"), testCluster.NewNamespace(t, "b")
-	// The CRD of an earlier test may still be going.
-	require.Eventually(t, func() bool {
-		_, err := testCluster.Dynamic.Resource(rules.CustomResourceDefinitions.GroupVersionResource).Get(ctx, "gizmos.preflight-test.io", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, time.Minute, 200*time.Millisecond, "the gizmo CRD of an earlier test is gone")
-	crd := create(t, "", gizmoCRD)
+	crd := createGizmoCRD(t)
 	operator := create(t, f.operatorNS, gizmoOperator)
-	// The Deployment runs, as its status says (no controller runs in this suite).
-	deploy, err := testCluster.Kube.AppsV1().Deployments(f.operatorNS).Get(ctx, "gizmo-operator", metav1.GetOptions{})
-	require.NoError(t, err)
-	deploy.Status.Replicas, deploy.Status.ReadyReplicas, deploy.Status.AvailableReplicas, deploy.Status.UpdatedReplicas = 1, 1, 1, 1
-	_, err = testCluster.Kube.AppsV1().Deployments(f.operatorNS).UpdateStatus(ctx, deploy, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	markRunning(t, testCluster, f.operatorNS, "gizmo-operator")
 
 	for _, at := range []struct{ ns, name string }{{a, "g1"}, {a, "g2"}, {b, "g3"}} {
 		f.gizmos = append(f.gizmos, createWhenServed(t, at.ns, fill(gizmo, at.ns, at.name))...)
@@ -146,6 +135,16 @@ func newGizmoFixture(t *testing.T) gizmoFixture {
 	f.config = filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(f.config, []byte(gizmoMapping), 0o600))
 	return f
+}
+
+// createGizmoCRD creates the gizmo CRD, once that of an earlier test is gone.
+func createGizmoCRD(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := testCluster.Dynamic.Resource(rules.CustomResourceDefinitions.GroupVersionResource).Get(context.Background(), "gizmos.preflight-test.io", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 200*time.Millisecond, "the gizmo CRD of an earlier test is gone")
+	return create(t, "", gizmoCRD)
 }
 
 // helmRecord stores a revision of a Helm release as Helm's Secret driver does: data.release is
