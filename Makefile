@@ -21,8 +21,9 @@ UNIT_PACKAGES         = $(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFile
 INTEGRATION_PACKAGES := ./test/...
 API_PACKAGES         := ./test/integration/... ./test/cluster/...
 CONTROLLER_PACKAGES  := ./test/controllers/...
+OPERATOR_PACKAGES    := ./test/operators/...
 # The rest of test/ (a new suite there needs the whole control plane, until said otherwise).
-E2E_PACKAGES          = $(filter-out $(patsubst ./%/...,$(MODULE)/%,$(API_PACKAGES) $(CONTROLLER_PACKAGES)),$(shell $(GO) list ./test/...))
+E2E_PACKAGES          = $(filter-out $(patsubst ./%/...,$(MODULE)/%,$(API_PACKAGES) $(CONTROLLER_PACKAGES) $(OPERATOR_PACKAGES)),$(shell $(GO) list ./test/...))
 MODULE               := github.com/operator-sweeper/operator-sweeper
 
 .PHONY: help
@@ -112,20 +113,21 @@ demo-real: build testbin-all ## The demo with real controllers and OLM making th
 .PHONY: test
 # make test orders its work for a fresh machine, where building the test binaries from the module
 # proxy is most of the time: they build in the background from the start at the lowest CPU priority
-# (nice 19), so they take what the tests leave idle (module downloads, links, waits on the control
-# plane) without slowing them. Each suite starts once what it runs is built: the API-server suites
-# after lint and the unit tests, once kube-apiserver, etcd and kubectl are; test/controllers once the
-# controllers, OLM and the operators are, while helm builds; test/e2e last. A failure stops the
-# builds (their session is killed).
+# (nice 19), so they take what the tests leave idle (links, waits on the control plane) without
+# slowing them. Each suite starts once what it runs is built: the API-server suites after lint and
+# the unit tests, once kube-apiserver, etcd and kubectl are; test/controllers once the controllers,
+# kwok and OLM are, while the operators build; test/operators once they are, while helm builds;
+# test/e2e last. A failure stops the builds (their session is killed).
 test: tools ## Everything CI runs: lint, unit, alert and integration tests.
 	@ready="$$(mktemp -d)"; \
-	  setsid bash -euo pipefail -c 'nice -n 19 hack/testbin.sh kubectl >/dev/null; touch "$$1/api"; \
-	    nice -n 19 hack/testbin.sh all >/dev/null; touch "$$1/all"; nice -n 19 hack/helm.sh >/dev/null; touch "$$1/helm"' builds "$$ready" & \
+	  setsid bash -euo pipefail -c 'for stage in kubectl controllers all; do nice -n 19 hack/testbin.sh $$stage >/dev/null; touch "$$1/$$stage"; done; \
+	    nice -n 19 hack/helm.sh >/dev/null; touch "$$1/helm"' builds "$$ready" & \
 	  builds=$$!; trap 'kill -- -$$builds 2>/dev/null || true; rm -rf "$$ready"' EXIT; \
 	  built() { until [[ -e "$$ready/$$1" ]]; do kill -0 $$builds 2>/dev/null || { wait $$builds; exit 1; }; sleep 1; done; }; \
 	  $(MAKE) --no-print-directory lint test-unit test-alerts; \
-	  built api; $(MAKE) --no-print-directory test-api; \
-	  built all; $(MAKE) --no-print-directory test-controllers; \
+	  built kubectl; $(MAKE) --no-print-directory test-api; \
+	  built controllers; $(MAKE) --no-print-directory test-controllers; \
+	  built all; $(MAKE) --no-print-directory test-operators; \
 	  built helm; $(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-unit
@@ -140,7 +142,7 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 # -p 1: each package runs its own control plane; two at once on a 2-core machine starve the real
 # controllers (OLM's) that test/controllers waits on.
 .PHONY: test-integration
-test-integration: testbin-all tools ## Integration tests against a real control plane and Pushgateway: test-api, test-controllers and test-e2e.
+test-integration: testbin-all tools ## Every suite of test/ against a real control plane and Pushgateway: test-api, test-controllers, test-operators and test-e2e.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(INTEGRATION_PACKAGES)
 
 .PHONY: test-api
@@ -148,8 +150,12 @@ test-api: tools ## The suites that need kube-apiserver, etcd and kubectl only (t
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) test -p 1 -count=1 -timeout 25m $(API_PACKAGES)
 
 .PHONY: test-controllers
-test-controllers: testbin-all tools ## The suite with real controllers, OLM and operators (test/controllers).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(CONTROLLER_PACKAGES)
+test-controllers: tools ## The suite with real Kubernetes controllers, kwok nodes and OLM (test/controllers).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh controllers)" $(GO) test -p 1 -count=1 -timeout 25m $(CONTROLLER_PACKAGES)
+
+.PHONY: test-operators
+test-operators: testbin-all tools ## The suite with real third-party operators: prometheus-operator, Argo CD (test/operators).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(OPERATOR_PACKAGES)
 
 .PHONY: test-e2e
 test-e2e: testbin-all tools ## The rest of test/: the shipped manifests and chart installed and run (test/e2e).

@@ -5,10 +5,11 @@
 #
 #   hack/testbin.sh        kube-apiserver and etcd
 #   hack/testbin.sh kubectl  and kubectl, for make bench (under a minute more once kube-apiserver is built)
-#   hack/testbin.sh all    and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's olm and
-#                          catalog operators, opm, prometheus-operator with its CRDs, and Argo CD
-#                          with its CRDs (about 10 minutes in all on 2 cores, from empty caches;
-#                          seconds afterwards)
+#   hack/testbin.sh controllers  and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's
+#                          olm and catalog operators, and opm: what test/controllers runs
+#   hack/testbin.sh all    and prometheus-operator with its CRDs, and Argo CD's application-controller
+#                          with its CRDs: what test/operators runs too (about 10 minutes in all on
+#                          2 cores, from empty caches; seconds afterwards)
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod points every k8s.io/*
 # staging module at ./staging/... and requires them at v0.0.0. A throwaway module replaces each of
@@ -75,14 +76,20 @@ module_dir() {
   cp -r "$dir/." "$2" && chmod -R u+w "$2" && rm -rf "$2/vendor"
 }
 
-all=false
-[[ "${1:-}" == all ]] && all=true
+mode="${1:-}"
+case "$mode" in
+"" | kubectl | controllers | all) ;;
+*) log "unknown argument $mode: give none, kubectl, controllers or all"; exit 2 ;;
+esac
+controllers=false all=false
+[[ $mode == controllers || $mode == all ]] && controllers=true
+[[ $mode == all ]] && all=true
 kube_binaries=(kube-apiserver)
 # kubectl runs the kubectl plugin in the tests; make bench times the kubectl loop admins run. It is
 # built like the control plane, from k8s.io/kubernetes/cmd/kubectl (k8s.io/kubectl is a library
 # without a main).
-$all && kube_binaries+=(kube-controller-manager kube-scheduler kubectl)
-[[ "${1:-}" == kubectl ]] && kube_binaries+=(kubectl)
+$controllers && kube_binaries+=(kube-controller-manager kube-scheduler kubectl)
+[[ $mode == kubectl ]] && kube_binaries+=(kubectl)
 missing() {
   for f in "$@"; do [[ -x "$f" || -f "$f" ]] || return 0; done
   return 1
@@ -206,10 +213,12 @@ missing "$kube/etcd" && components+=(etcd)
 kube_want=()
 for b in "${kube_binaries[@]}"; do missing "$kube/$b" && kube_want+=("$b"); done
 [[ ${#kube_want[@]} -gt 0 ]] && components+=(kube)
-if $all; then
+if $controllers; then
   missing "$kwok/kwok" "$kwok/stages.yaml" && components+=(kwok)
   missing "$olm/olm" "$olm/catalog" && components+=(olm)
   missing "$opm/opm" && components+=(opm)
+fi
+if $all; then
   missing "$promop/prometheus-operator" "$promop/prometheus-operator-crds" && components+=(promop)
   missing "$argocd/argocd-application-controller" "$argocd/argocd-crds" && components+=(argocd)
 fi
@@ -244,14 +253,19 @@ if [[ ${#components[@]} -gt 0 ]]; then
   log "built ${components[*]} in $((SECONDS - started))s"
 fi
 
-if ! $all; then
+if ! $controllers; then
   echo "$kube"
   exit 0
 fi
-# One folder with every binary of the control plane, for KUBEBUILDER_ASSETS and test/cluster.
-bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}-argocd-${ARGOCD_VERSION}"
+# One folder with every binary of the mode, for KUBEBUILDER_ASSETS and test/cluster.
+bin="$root/controllers-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}"
+folders=("$kube" "$kwok" "$olm" "$opm")
+if $all; then
+  bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}-argocd-${ARGOCD_VERSION}"
+  folders+=("$promop" "$argocd")
+fi
 mkdir -p "$bin"
-for f in "$kube"/* "$kwok"/* "$olm"/* "$opm"/* "$promop"/* "$argocd"/*; do
-  ln -sfn "$f" "$bin/$(basename "$f")"
+for dir in "${folders[@]}"; do
+  for f in "$dir"/*; do ln -sfn "$f" "$bin/$(basename "$f")"; done
 done
 echo "$bin"

@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -73,4 +75,40 @@ func (c *Cluster) Current(t testing.TB, obj *unstructured.Unstructured) *unstruc
 	got, err := c.Get(context.Background(), obj)
 	require.NoError(t, err)
 	return got
+}
+
+// Eventually polls condition every half second until it holds, or fails t after timeout with the
+// end of the control plane's logs.
+func (c *Cluster) Eventually(t testing.TB, timeout time.Duration, what string, condition func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !condition(); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s\n%s", what, timeout, c.Logs(20))
+		}
+	}
+}
+
+// FindingAbout returns the report's finding of rule about obj, by kind and name; nil if none.
+func FindingAbout(rep *report.Report, rule string, obj *unstructured.Unstructured) *report.FindingResult {
+	if obj == nil {
+		return nil
+	}
+	for i, f := range rep.Findings {
+		if f.Rule == rule && f.Object.Kind == obj.GetKind() && f.Object.Namespace == obj.GetNamespace() && f.Object.Name == obj.GetName() {
+			return &rep.Findings[i]
+		}
+	}
+	return nil
+}
+
+// ActedOn returns the report's findings with an action applied about objects of namespace, as
+// "rule Kind name".
+func ActedOn(rep *report.Report, namespace string) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if f.Outcome == report.OutcomeApplied && f.Object.Namespace == namespace {
+			out = append(out, f.Rule+" "+f.Object.Kind+" "+f.Object.Name)
+		}
+	}
+	return out
 }

@@ -65,18 +65,18 @@ func TestF5CatalogPodOnLostNode(t *testing.T) {
 
 	rep := sweep(t)
 
-	lost := findingAbout(rep, "catalog-pods", podObject(pods["lost"]))
+	lost := cluster.FindingAbout(rep, "catalog-pods", podObject(pods["lost"]))
 	require.NotNil(t, lost, "the pod on the lost node is reported")
 	assert.Equal(t, report.OutcomeApplied, lost.Outcome, "%s %s", lost.Reason, lost.Error)
 	assert.Contains(t, lost.Reason, "its node doomed-1 has not been Ready for")
 	assert.Contains(t, lost.Evidence, "pod condition DisruptionTarget=True: being evicted, which alone does not make its node lost")
 	assert.True(t, gone(t, pods["lost"]), "force-deleted")
-	assert.Nil(t, findingAbout(rep, "catalog-pods", podObject(pods["blip"])), "its node may come back")
+	assert.Nil(t, cluster.FindingAbout(rep, "catalog-pods", podObject(pods["blip"])), "its node may come back")
 	if live := servingPod(t, ns, "live"); assert.NotNil(t, live, "a pod on a live node is kept") {
 		assert.Equal(t, pods["live"].UID, live.UID, "a pod on a live node is kept")
 	}
-	assert.Equal(t, []string{"catalog-pods Pod " + pods["lost"].Name}, actedOn(rep, ns))
-	eventually(t, time.Minute, "OLM runs the catalog again, on a Ready node", func() bool {
+	assert.Equal(t, []string{"catalog-pods Pod " + pods["lost"].Name}, cluster.ActedOn(rep, ns))
+	testCluster.Eventually(t, time.Minute, "OLM runs the catalog again, on a Ready node", func() bool {
 		pod := servingPod(t, ns, "lost")
 		return pod != nil && pod.Spec.NodeName == stableNodes[0]
 	})
@@ -85,7 +85,7 @@ func TestF5CatalogPodOnLostNode(t *testing.T) {
 	_, err = testCluster.StartKwok("blip")
 	require.NoError(t, err)
 	require.NoError(t, testCluster.WaitNodeReady(ctx, "blip-1", corev1.ConditionTrue))
-	eventually(t, time.Minute, "the kubelet finishes the deletion", func() bool { return gone(t, pods["blip"]) })
+	testCluster.Eventually(t, time.Minute, "the kubelet finishes the deletion", func() bool { return gone(t, pods["blip"]) })
 }
 
 // servingPod returns the pod that serves a CatalogSource of namespace, or nil.

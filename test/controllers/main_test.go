@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,22 +84,8 @@ func installDemo(t *testing.T, namespace string) *unstructured.Unstructured {
 	return csv
 }
 
-// eventually polls condition every half second until it holds, or fails t after timeout with the
-// end of the control plane's logs.
-func eventually(t *testing.T, timeout time.Duration, what string, condition func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !condition(); time.Sleep(500 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s\n%s", what, timeout, testCluster.Logs(20))
-		}
-	}
-}
-
-// young are the flags that let the sweeper act on debris seconds or minutes old.
-var young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s", "--node-not-ready-for=20s"}
-
 // sweep deploys the base manifests and runs the CronJob's command as their ServiceAccount, with
-// the shipped config, young, and args.
+// the shipped config, deploy.Young, and args.
 func sweep(t *testing.T, args ...string) *report.Report {
 	t.Helper()
 	return sweepConfigured(t, nil, args...)
@@ -122,13 +107,7 @@ func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *report.Report 
 	if optIn != nil {
 		objs = optedIn(t, optIn)
 	}
-	deploy.Apply(t, testCluster, objs, false)
-	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
-	cluster.AgeDebris()
-	all := slices.Concat(deploy.CronJobArgs(t, objs), young, []string{"--kubeconfig", kubeconfig}, args)
-	rep, stderr, code := sweeperBinary.RunReport(t, all...)
-	require.Equal(t, 0, code, stderr)
-	return rep
+	return deploy.SweepAsCronJob(t, testCluster, sweeperBinary, objs, append(slices.Clone(deploy.Young), args...)...)
 }
 
 // optedIn renders the base with optIn's component and config, and puts the shipped base back

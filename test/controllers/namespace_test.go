@@ -29,7 +29,7 @@ func TestStuckNamespace(t *testing.T) {
 	ns := testCluster.NewNamespace(t, "stuck")
 	seeded, err := testCluster.SeedF4(ctx, ns)
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the namespace controller reports the finalizers it waits for", func() bool {
+	testCluster.Eventually(t, time.Minute, "the namespace controller reports the finalizers it waits for", func() bool {
 		namespace, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		require.NoError(t, err)
 		return slices.ContainsFunc(namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
@@ -58,19 +58,19 @@ func TestStuckNamespace(t *testing.T) {
 			strings.Contains(e, "syslogngconfig.logging.banzaicloud.io/finalizer")
 	}), "the namespace controller's word: %v", stuck.Evidence)
 	for _, obj := range seeded.Objects {
-		f := findingAbout(rep, "orphaned-finalizers", obj)
+		f := cluster.FindingAbout(rep, "orphaned-finalizers", obj)
 		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
 			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
 		}
 	}
-	eventually(t, time.Minute, "the namespace controller finishes", func() bool {
+	testCluster.Eventually(t, time.Minute, "the namespace controller finishes", func() bool {
 		_, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	for _, obj := range seeded.Objects {
 		assert.Nil(t, testCluster.Current(t, obj), "%s %s deleted", obj.GetKind(), obj.GetName())
 	}
-	assert.Empty(t, actedOn(sweep(t), ns), "nothing left to do")
+	assert.Empty(t, cluster.ActedOn(sweep(t), ns), "nothing left to do")
 }
 
 // TestNamespaceStuckOnDeadAPIService: OLM uninstalled, its packageserver's APIService left
@@ -89,7 +89,7 @@ func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
 	_, err = testCluster.Create(ctx, cluster.Fill(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: NAMESPACE}}`, ns))
 	require.NoError(t, err)
 	require.NoError(t, testCluster.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
-	eventually(t, 2*time.Minute, "the namespace controller cannot discover packages.operators.coreos.com/v1", func() bool {
+	testCluster.Eventually(t, 2*time.Minute, "the namespace controller cannot discover packages.operators.coreos.com/v1", func() bool {
 		namespace, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		require.NoError(t, err)
 		return slices.ContainsFunc(namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
@@ -104,15 +104,15 @@ func TestNamespaceStuckOnDeadAPIService(t *testing.T) {
 
 	rep := sweepConfigured(t, &optIn{Rule: "dead-apiservices", Delete: true})
 
-	stuck := findingAbout(rep, "stuck-terminating", namespaceObject(ns))
+	stuck := cluster.FindingAbout(rep, "stuck-terminating", namespaceObject(ns))
 	require.NotNil(t, stuck, "the namespace is reported")
 	assert.Contains(t, blockers(stuck), "APIService v1.packages.operators.coreos.com", "chained to the APIService")
-	dead := findingAbout(rep, "dead-apiservices", api[0])
+	dead := cluster.FindingAbout(rep, "dead-apiservices", api[0])
 	require.NotNil(t, dead, "the APIService is reported")
 	assert.Equal(t, report.OutcomeApplied, dead.Outcome, "%s %s", dead.Reason, dead.Error)
 	assert.Contains(t, dead.Evidence, "blocks the deletion of namespaces "+ns+" (condition NamespaceDeletionDiscoveryFailure)")
 	assert.GreaterOrEqual(t, rep.Summary.StuckNamespaces["dead-apiservices"], 1)
-	eventually(t, 2*time.Minute, "the namespace controller finishes", func() bool {
+	testCluster.Eventually(t, 2*time.Minute, "the namespace controller finishes", func() bool {
 		_, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -145,7 +145,7 @@ func explain(t *testing.T, target string) string {
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
 	// The CronJob's args but --dry-run, which explain does not take: it never writes.
 	cronJob := slices.DeleteFunc(deploy.CronJobArgs(t, base), func(arg string) bool { return strings.HasPrefix(arg, "--dry-run") })
-	args := slices.Concat([]string{"explain", target}, cronJob, young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
+	args := slices.Concat([]string{"explain", target}, cronJob, deploy.Young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
 	stdout, stderr, code := sweeperBinary.Run(t, args...)
 	if code != 0 {
 		t.Fatalf("explain %s: exit status %d\n%s", target, code, stderr)

@@ -57,17 +57,6 @@ func deleteCSV(t *testing.T, namespace string) *unstructured.Unstructured {
 	return csv
 }
 
-// actedOn returns the report's findings with an action applied about objects of namespace.
-func actedOn(rep *report.Report, namespace string) []string {
-	var out []string
-	for _, f := range rep.Findings {
-		if f.Outcome == report.OutcomeApplied && f.Object.Namespace == namespace {
-			out = append(out, f.Rule+" "+f.Object.Kind+" "+f.Object.Name)
-		}
-	}
-	return out
-}
-
 // TestAliveMeansAlive: with OLM running, as its Deployments say, nothing of an operator it
 // installed is touched: its CSV, its RBAC, its InstallPlan, OLM itself.
 func TestAliveMeansAlive(t *testing.T) {
@@ -79,8 +68,8 @@ func TestAliveMeansAlive(t *testing.T) {
 
 	rep := sweep(t)
 
-	assert.Empty(t, actedOn(rep, ns))
-	assert.Empty(t, actedOn(rep, cluster.OLMNamespace))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, cluster.OLMNamespace))
 	assert.Empty(t, findings(rep, "olm-rbac", ns), "the CSV exists: its RBAC is its own")
 	for _, f := range findings(rep, "operator-leftovers", ns) {
 		assert.Nil(t, f.Action, "%s %s: the Subscription exists", f.Object.Kind, f.Object.Name)
@@ -115,7 +104,7 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	require.Len(t, f, 1)
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+csvCleanup+": Deployment olm/olm-operator", f[0].Reason)
 	assert.Nil(t, f[0].Action)
-	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
 	assert.Len(t, olmRBAC(t, ns), len(rbac), "OLM cleans its own RBAC when it is back")
 
 	// Uninstalled: no Deployment either. OLM is restored once, when the test ends: StartOLM twice
@@ -128,21 +117,21 @@ func TestF1OLMScaledToZeroThenUninstalled(t *testing.T) {
 	}
 	_, err := csvClient(ns).Get(context.Background(), cluster.DemoCSV, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the CSV is released: %v", err)
-	assert.Equal(t, []string{"orphaned-finalizers ClusterServiceVersion " + cluster.DemoCSV}, actedOn(rep, ns))
+	assert.Equal(t, []string{"orphaned-finalizers ClusterServiceVersion " + cluster.DemoCSV}, cluster.ActedOn(rep, ns))
 	for _, obj := range rbac {
-		f := findingAbout(rep, "olm-rbac", obj)
+		f := cluster.FindingAbout(rep, "olm-rbac", obj)
 		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
 			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
 		}
 	}
 	// The garbage collector deletes what the CSV owned: its Deployment, its Roles.
-	eventually(t, time.Minute, "the garbage collector deletes what the CSV owned", func() bool {
+	testCluster.Eventually(t, time.Minute, "the garbage collector deletes what the CSV owned", func() bool {
 		deployments, err := testCluster.Kube.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(deployments.Items) == 0
 	})
 
 	second := sweep(t)
-	assert.Empty(t, actedOn(second, ns), "nothing left to do")
+	assert.Empty(t, cluster.ActedOn(second, ns), "nothing left to do")
 }
 
 // TestF2SubscriptionDeleted: the Subscription is deleted, the operator still runs (OLM v0.28
@@ -154,7 +143,7 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 	ns := testCluster.NewNamespace(t, "f2")
 	csv := installDemo(t, ns)
 	require.NoError(t, testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Delete(context.Background(), "sweeper-demo", metav1.DeleteOptions{}))
-	eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
+	testCluster.Eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
 		plans, err := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(plans.Items) == 0
 	})
@@ -162,18 +151,18 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 
 	rep := sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
 
-	f := findingAbout(rep, "operator-leftovers", csv)
+	f := cluster.FindingAbout(rep, "operator-leftovers", csv)
 	require.NotNil(t, f, "the CSV is reported")
 	assert.Equal(t, "unmanaged: no Subscription, but it runs", f.Reason)
 	assert.Contains(t, f.Evidence, "ClusterServiceVersion "+ns+"/"+cluster.DemoCSV+" runs: its Deployments "+ns+"/"+cluster.DemoPackage+" are available",
 		"its Deployment, read live, is the evidence")
 	assert.Nil(t, f.Action)
-	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
 	assert.NotNil(t, testCluster.Current(t, csv), "a running operator stays")
 
 	// The admin deletes the CSV; OLM, running, releases it and deletes its RBAC.
 	deleteCSV(t, ns)
-	eventually(t, time.Minute, "OLM releases the CSV", func() bool { return testCluster.Current(t, csv) == nil })
+	testCluster.Eventually(t, time.Minute, "OLM releases the CSV", func() bool { return testCluster.Current(t, csv) == nil })
 	operator := &unstructured.Unstructured{}
 	operator.SetAPIVersion("operators.coreos.com/v1")
 	operator.SetKind("Operator")
@@ -187,7 +176,7 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 
 	rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
 
-	f = findingAbout(rep, "operator-leftovers", operator)
+	f = cluster.FindingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
 	assert.Nil(t, testCluster.Current(t, operator))
@@ -215,7 +204,7 @@ func TestF2DebrisOLMStopped(t *testing.T) {
 		return slices.Contains(kinds, "Subscription") && slices.Contains(kinds, "ClusterServiceVersion") && slices.Contains(kinds, "Deployment")
 	})
 	require.NoError(t, testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns).Delete(context.Background(), cluster.DemoPackage, metav1.DeleteOptions{}))
-	eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
+	testCluster.Eventually(t, time.Minute, "the garbage collector deletes the InstallPlans of the Subscription", func() bool {
 		plans, err := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(plans.Items) == 0
 	})
@@ -237,17 +226,17 @@ func TestF2DebrisOLMStopped(t *testing.T) {
 
 	rep := sweep(t)
 
-	f := findingAbout(rep, "operator-leftovers", operator)
+	f := cluster.FindingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
 	assert.Equal(t, "subscription deleted; left behind", f.Reason)
 	assert.Contains(t, f.Evidence, "the Operator of package "+cluster.DemoPackage+" in namespace "+ns)
 	assert.Equal(t, report.OutcomeSkipped, f.Outcome)
 	assert.Equal(t, report.ReasonOptIn, f.SkipReason)
 	for _, c := range components {
-		f := findingAbout(rep, "operator-leftovers", c)
+		f := cluster.FindingAbout(rep, "operator-leftovers", c)
 		if c.GetDeletionTimestamp() != nil {
 			assert.Nil(t, f, "%s %s is being deleted: not left behind", c.GetKind(), c.GetName())
-			assert.NotNil(t, findingAbout(rep, "orphaned-finalizers", c), "%s %s: what holds it is reported", c.GetKind(), c.GetName())
+			assert.NotNil(t, cluster.FindingAbout(rep, "orphaned-finalizers", c), "%s %s: what holds it is reported", c.GetKind(), c.GetName())
 			continue
 		}
 		if assert.NotNil(t, f, "%s %s is reported", c.GetKind(), c.GetName()) {
@@ -256,7 +245,7 @@ func TestF2DebrisOLMStopped(t *testing.T) {
 			assert.NotEqual(t, report.OutcomeApplied, f.Outcome, "%s %s", c.GetKind(), c.GetName())
 		}
 	}
-	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
 	assert.NotNil(t, testCluster.Current(t, operator), "not opted in: kept")
 	for _, c := range components {
 		assert.NotNil(t, testCluster.Current(t, c), "%s %s is kept", c.GetKind(), c.GetName())
@@ -264,11 +253,11 @@ func TestF2DebrisOLMStopped(t *testing.T) {
 
 	rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: []any{"Operator.operators.coreos.com"}})
 
-	f = findingAbout(rep, "operator-leftovers", operator)
+	f = cluster.FindingAbout(rep, "operator-leftovers", operator)
 	require.NotNil(t, f, "the Operator is reported")
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
 	assert.Nil(t, testCluster.Current(t, operator))
-	assert.Empty(t, actedOn(rep, ns), "only the Operator's kind is opted in")
+	assert.Empty(t, cluster.ActedOn(rep, ns), "only the Operator's kind is opted in")
 	for _, c := range components {
 		assert.NotNil(t, testCluster.Current(t, c), "%s %s: its kind is not opted in", c.GetKind(), c.GetName())
 	}
@@ -279,7 +268,7 @@ func TestF2DebrisOLMStopped(t *testing.T) {
 func waitComponents(t *testing.T, operator *unstructured.Unstructured, what string, settled func(kinds []string) bool) {
 	t.Helper()
 	var last []string
-	eventually(t, time.Minute, what, func() bool {
+	testCluster.Eventually(t, time.Minute, what, func() bool {
 		now := testCluster.Current(t, operator)
 		if now == nil {
 			return false
@@ -322,19 +311,6 @@ func componentsOf(t *testing.T, operator *unstructured.Unstructured) []*unstruct
 	return out
 }
 
-// findingAbout returns the report's finding of rule about obj, by kind and name.
-func findingAbout(rep *report.Report, rule string, obj *unstructured.Unstructured) *report.FindingResult {
-	if obj == nil {
-		return nil
-	}
-	for i, f := range rep.Findings {
-		if f.Rule == rule && f.Object.Kind == obj.GetKind() && f.Object.Namespace == obj.GetNamespace() && f.Object.Name == obj.GetName() {
-			return &rep.Findings[i]
-		}
-	}
-	return nil
-}
-
 // TestF3SubscriptionRecreated runs OLM #3199 with the real catalog-operator: a Manual Subscription
 // is deleted, orphaning its InstallPlans, and at once re-created as Automatic. OLM v0.28's workers
 // race on the new Subscription: it may point at an old plan for a few seconds (#3199) before OLM
@@ -359,7 +335,7 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 		conclusive++
 		var repaired []string
 		for _, plan := range old {
-			f := findingAbout(rep, "installplan-owners", plan)
+			f := cluster.FindingAbout(rep, "installplan-owners", plan)
 			if f == nil {
 				// OLM's workers may make a plan for the deleted Subscription just after it is
 				// gone: the garbage collector deletes it.
@@ -381,11 +357,11 @@ func TestF3SubscriptionRecreated(t *testing.T) {
 				return ref.Kind == "Subscription" && ref.UID == sub.GetUID()
 			}), "owned by the new Subscription: %v", now.GetOwnerReferences())
 		}
-		assert.ElementsMatch(t, repaired, actedOn(rep, ns), "only what the new Subscription uses is repaired")
+		assert.ElementsMatch(t, repaired, cluster.ActedOn(rep, ns), "only what the new Subscription uses is repaired")
 		if !reproduced {
 			t.Logf("%s: OLM made InstallPlan %v for the new Subscription: #3199 did not reproduce", ns, used)
 		} else {
-			assert.Empty(t, actedOn(sweep(t), ns), "a second run has nothing to do")
+			assert.Empty(t, cluster.ActedOn(sweep(t), ns), "a second run has nothing to do")
 		}
 	}
 	require.NotZero(t, conclusive, "OLM kept changing the new Subscription's InstallPlan in every attempt")
@@ -423,14 +399,14 @@ spec: {targetNamespaces: [NAMESPACE]}
 `+"---"+strings.ReplaceAll(subscription, "APPROVAL", "Manual"), ns))
 	require.NoError(t, err)
 	plans := testCluster.Dynamic.Resource(rules.InstallPlans.GroupVersionResource).Namespace(ns)
-	eventually(t, time.Minute, "OLM makes an InstallPlan to approve", func() bool {
+	testCluster.Eventually(t, time.Minute, "OLM makes an InstallPlan to approve", func() bool {
 		list, err := plans.List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) > 0
 	})
 	subs := testCluster.Dynamic.Resource(rules.Subscriptions.GroupVersionResource).Namespace(ns)
 	orphan := metav1.DeletePropagationOrphan
 	require.NoError(t, subs.Delete(ctx, "sweeper-demo", metav1.DeleteOptions{PropagationPolicy: &orphan}))
-	eventually(t, time.Minute, "the Manual Subscription is gone", func() bool {
+	testCluster.Eventually(t, time.Minute, "the Manual Subscription is gone", func() bool {
 		_, err := subs.Get(ctx, "sweeper-demo", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -447,7 +423,7 @@ spec: {targetNamespaces: [NAMESPACE]}
 	var sub *unstructured.Unstructured
 	var since time.Time
 	var settled []string
-	eventually(t, 2*time.Minute, "OLM settles the new Subscription on an InstallPlan", func() bool {
+	testCluster.Eventually(t, 2*time.Minute, "OLM settles the new Subscription on an InstallPlan", func() bool {
 		sub, err = subs.Get(ctx, "sweeper-demo", metav1.GetOptions{})
 		require.NoError(t, err)
 		used := usedPlans(sub)

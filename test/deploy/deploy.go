@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -123,4 +125,20 @@ func CronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 		}
 	}
 	return args
+}
+
+// Young are the flags that let the sweeper act on debris seconds or minutes old.
+var Young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s", "--node-not-ready-for=20s"}
+
+// SweepAsCronJob applies objs, rendered manifests, and runs the CronJob's command with its config
+// as their ServiceAccount, with args; the run must end with exit 0.
+func SweepAsCronJob(t *testing.T, c *cluster.Cluster, binary cluster.Binary, objs []*unstructured.Unstructured, args ...string) *report.Report {
+	t.Helper()
+	Apply(t, c, objs, false)
+	_, kubeconfig := ServiceAccountConfig(t, c)
+	cluster.AgeDebris()
+	all := slices.Concat(CronJobArgs(t, objs), []string{"--kubeconfig", kubeconfig}, args)
+	rep, stderr, code := binary.RunReport(t, all...)
+	require.Equal(t, 0, code, stderr)
+	return rep
 }

@@ -1,4 +1,4 @@
-package controllers
+package operators
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 	dest := testCluster.NewNamespace(t, "guestbook")
 	_, err := testCluster.Create(ctx, cluster.Fill(argoCDApplicationController, ns))
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the application-controller's StatefulSet is available", func() bool {
+	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet is available", func() bool {
 		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
 		return err == nil && s.Status.AvailableReplicas == 1
 	})
@@ -102,7 +102,7 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 		}
 	})
 	for _, a := range apps {
-		eventually(t, time.Minute, "the controller reconciles Application "+a.GetName(), func() bool {
+		testCluster.Eventually(t, time.Minute, "the controller reconciles Application "+a.GetName(), func() bool {
 			now, err := applications(ns).Get(ctx, a.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false
@@ -123,7 +123,7 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 	lagging := apps[0]
 	require.NoError(t, applications(ns).Delete(ctx, lagging.GetName(), metav1.DeleteOptions{}))
 	rep := sweep(t)
-	f := findingAbout(rep, "orphaned-finalizers", lagging)
+	f := cluster.FindingAbout(rep, "orphaned-finalizers", lagging)
 	require.NotNil(t, f, "the terminating Application is reported")
 	assert.Nil(t, f.Action, "its controller runs: nothing released")
 	assert.Contains(t, strings.Join(f.Evidence, "\n"), "StatefulSet "+ns+"/argocd-application-controller", "the finding names the controller")
@@ -134,7 +134,7 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 	// Back, the controller deletes what the Application manages, then removes its finalizer.
 	controller, err = testCluster.StartArgoCDApplicationController(ctx, ns)
 	require.NoError(t, err)
-	eventually(t, 2*time.Minute, "the controller finalizes the deleted Application", func() bool {
+	testCluster.Eventually(t, 2*time.Minute, "the controller finalizes the deleted Application", func() bool {
 		_, err := applications(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -145,32 +145,32 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 	// Scaled to 0: a warning, nothing released.
 	_, err = testCluster.Kube.AppsV1().StatefulSets(ns).Patch(ctx, "argocd-application-controller", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the application-controller's StatefulSet has no replica", func() bool {
+	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet has no replica", func() bool {
 		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
 		return err == nil && s.Status.Replicas == 0
 	})
 	orphaned := apps[1]
 	require.NoError(t, applications(ns).Delete(ctx, orphaned.GetName(), metav1.DeleteOptions{}))
 	rep = sweep(t)
-	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
 	require.NotNil(t, f)
 	assert.Nil(t, f.Action, "scaled to 0 is not uninstalled")
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+resourcesFinalizer+": StatefulSet "+ns+"/argocd-application-controller", f.Reason)
-	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
 
 	// Uninstalled: the stuck Application is released by the shipped config; what it managed is
 	// left in place, as releasing the finalizer by hand leaves it.
 	require.NoError(t, testCluster.Kube.AppsV1().StatefulSets(ns).Delete(ctx, "argocd-application-controller", metav1.DeleteOptions{}))
-	eventually(t, time.Minute, "the application-controller's StatefulSet is gone", func() bool {
+	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet is gone", func() bool {
 		_, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	rep = sweep(t)
-	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
 	require.NotNil(t, f)
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
-	assert.Equal(t, []string{"orphaned-finalizers Application orphaned"}, actedOn(rep, ns))
-	eventually(t, time.Minute, "the released Application is gone", func() bool {
+	assert.Equal(t, []string{"orphaned-finalizers Application orphaned"}, cluster.ActedOn(rep, ns))
+	testCluster.Eventually(t, time.Minute, "the released Application is gone", func() bool {
 		_, err := applications(ns).Get(ctx, orphaned.GetName(), metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

@@ -1,4 +1,4 @@
-package controllers
+package operators
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 	ns := testCluster.NewNamespace(t, "prom")
 	_, err := testCluster.Create(ctx, cluster.Fill(prometheusOperatorDeployment, ns))
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the operator's Deployment is available", func() bool {
+	testCluster.Eventually(t, time.Minute, "the operator's Deployment is available", func() bool {
 		d, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
 		return err == nil && d.Status.AvailableReplicas == 1
 	})
@@ -82,7 +82,7 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 		}
 	})
 	for _, p := range promethei {
-		eventually(t, time.Minute, "the operator puts "+statusCleanup+" on Prometheus "+p.GetName(), func() bool {
+		testCluster.Eventually(t, time.Minute, "the operator puts "+statusCleanup+" on Prometheus "+p.GetName(), func() bool {
 			now, err := prometheuses(ns).Get(ctx, p.GetName(), metav1.GetOptions{})
 			return err == nil && slices.Contains(now.GetFinalizers(), statusCleanup)
 		})
@@ -94,7 +94,7 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 	lagging := promethei[0]
 	require.NoError(t, prometheuses(ns).Delete(ctx, lagging.GetName(), metav1.DeleteOptions{}))
 	rep := sweep(t)
-	f := findingAbout(rep, "orphaned-finalizers", lagging)
+	f := cluster.FindingAbout(rep, "orphaned-finalizers", lagging)
 	require.NotNil(t, f, "the terminating Prometheus is reported")
 	assert.Nil(t, f.Action, "its operator runs: nothing released")
 	assert.Contains(t, strings.Join(f.Evidence, "\n"), "Deployment "+ns+"/prometheus-operator", "the finding names the controller")
@@ -105,7 +105,7 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 	// Back, the operator removes its finalizer itself.
 	operator, err = testCluster.StartPrometheusOperator(ns)
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the operator finalizes the deleted Prometheus", func() bool {
+	testCluster.Eventually(t, time.Minute, "the operator finalizes the deleted Prometheus", func() bool {
 		_, err := prometheuses(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -114,31 +114,31 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 	// Scaled to 0: a warning, nothing released.
 	_, err = testCluster.Kube.AppsV1().Deployments(ns).Patch(ctx, "prometheus-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	eventually(t, time.Minute, "the operator's Deployment has no replica", func() bool {
+	testCluster.Eventually(t, time.Minute, "the operator's Deployment has no replica", func() bool {
 		d, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
 		return err == nil && d.Status.Replicas == 0
 	})
 	orphaned := promethei[1]
 	require.NoError(t, prometheuses(ns).Delete(ctx, orphaned.GetName(), metav1.DeleteOptions{}))
 	rep = sweep(t)
-	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
 	require.NotNil(t, f)
 	assert.Nil(t, f.Action, "scaled to 0 is not uninstalled")
 	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+statusCleanup+": Deployment "+ns+"/prometheus-operator", f.Reason)
-	assert.Empty(t, actedOn(rep, ns))
+	assert.Empty(t, cluster.ActedOn(rep, ns))
 
 	// Uninstalled: the stuck Prometheus is released by the shipped config.
 	require.NoError(t, testCluster.Kube.AppsV1().Deployments(ns).Delete(ctx, "prometheus-operator", metav1.DeleteOptions{}))
-	eventually(t, time.Minute, "the operator's Deployment is gone", func() bool {
+	testCluster.Eventually(t, time.Minute, "the operator's Deployment is gone", func() bool {
 		_, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	rep = sweep(t)
-	f = findingAbout(rep, "orphaned-finalizers", orphaned)
+	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
 	require.NotNil(t, f)
 	assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
-	assert.Equal(t, []string{"orphaned-finalizers Prometheus orphaned"}, actedOn(rep, ns))
-	eventually(t, time.Minute, "the released Prometheus is gone", func() bool {
+	assert.Equal(t, []string{"orphaned-finalizers Prometheus orphaned"}, cluster.ActedOn(rep, ns))
+	testCluster.Eventually(t, time.Minute, "the released Prometheus is gone", func() bool {
 		_, err := prometheuses(ns).Get(ctx, orphaned.GetName(), metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
