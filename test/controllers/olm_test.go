@@ -174,14 +174,21 @@ func TestF2SubscriptionDeleted(t *testing.T) {
 		return !slices.ContainsFunc(kinds, func(kind string) bool { return kind != "CustomResourceDefinition" })
 	})
 
-	rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
-
-	f = cluster.FindingAbout(rep, "operator-leftovers", operator)
-	require.NotNil(t, f, "the Operator is reported")
-	assert.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
-	assert.Nil(t, testCluster.Current(t, operator))
-	time.Sleep(3 * time.Second)
-	assert.Nil(t, testCluster.Current(t, operator), "OLM does not make it again while nothing with its label changes")
+	// OLM makes the Operator again on an event of an object with its label (the CRD's, a late
+	// deletion): on a loaded machine one may still come after the sweep, and the next sweep deletes
+	// the Operator again. Once nothing with its label changes, it stays deleted.
+	for sweeps := 1; ; sweeps++ {
+		rep = sweepConfigured(t, &optIn{Rule: "operator-leftovers", Delete: optedIn})
+		f = cluster.FindingAbout(rep, "operator-leftovers", operator)
+		require.NotNil(t, f, "the Operator is reported")
+		require.Equal(t, report.OutcomeApplied, f.Outcome, "left behind, and opted in: %s", f.Error)
+		time.Sleep(3 * time.Second)
+		if testCluster.Current(t, operator) == nil {
+			break
+		}
+		require.Less(t, sweeps, 3, "OLM makes the Operator again after every sweep")
+		t.Logf("OLM made the Operator again after sweep %d", sweeps)
+	}
 }
 
 // TestF2DebrisOLMStopped: the Subscription is deleted, OLM stopped (scaled to 0, so that its
