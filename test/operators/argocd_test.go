@@ -12,9 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -60,14 +58,6 @@ kind: ConfigMap
 metadata: {name: APP-ui, namespace: DEST, annotations: {argocd.argoproj.io/tracking-id: 'APP:/ConfigMap:DEST/APP-ui'}}
 `
 
-func applications(namespace string) interface {
-	Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
-	Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-	Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
-} {
-	return testCluster.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace(namespace)
-}
-
 // TestArgoCDResourcesFinalizer runs the real Argo CD v3.2.11 application-controller against the
 // real control plane. While its StatefulSet is available, an Application being deleted is kept,
 // and the finding names the StatefulSet; the controller then deletes the resources the
@@ -78,32 +68,26 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 	setUpOnce(t)
 	ctx := context.Background()
 	require.NoError(t, testCluster.InstallArgoCDCRDs(ctx))
-	ns := testCluster.NewNamespace(t, "argocd")
+	op := operator{namespace: testCluster.NewNamespace(t, "argocd"), kind: "StatefulSet", name: "argocd-application-controller", finalizer: resourcesFinalizer,
+		resource: schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}}
 	dest := testCluster.NewNamespace(t, "guestbook")
-	_, err := testCluster.Create(ctx, cluster.Fill(argoCDApplicationController, ns))
+	_, err := testCluster.Create(ctx, cluster.Fill(argoCDApplicationController, op.namespace))
 	require.NoError(t, err)
-	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet is available", func() bool {
-		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
-		return err == nil && s.Status.AvailableReplicas == 1
-	})
-	controller, err := testCluster.StartArgoCDApplicationController(ctx, ns)
+	op.workloadHas(t, "availableReplicas", 1)
+	controller, err := testCluster.StartArgoCDApplicationController(ctx, op.namespace)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = controller.Stop() })
 
 	var apps []*unstructured.Unstructured
 	for _, name := range []string{"lagging", "orphaned"} {
-		objs, err := testCluster.Create(ctx, strings.NewReplacer("APP", name, "NAMESPACE", ns, "DEST", dest).Replace(argoCDApplication))
+		objs, err := testCluster.Create(ctx, strings.NewReplacer("APP", name, "NAMESPACE", op.namespace, "DEST", dest).Replace(argoCDApplication))
 		require.NoError(t, err)
 		apps = append(apps, objs[0])
 	}
-	t.Cleanup(func() {
-		for _, a := range apps {
-			_, _ = applications(ns).Patch(ctx, a.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		}
-	})
+	op.releaseAtCleanup(t, apps)
 	for _, a := range apps {
 		testCluster.Eventually(t, time.Minute, "the controller reconciles Application "+a.GetName(), func() bool {
-			now, err := applications(ns).Get(ctx, a.GetName(), metav1.GetOptions{})
+			now, err := op.objects().Get(ctx, a.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
@@ -116,63 +100,24 @@ func TestArgoCDResourcesFinalizer(t *testing.T) {
 		_, err := testCluster.Kube.CoreV1().ConfigMaps(dest).Get(ctx, app.GetName()+"-ui", metav1.GetOptions{})
 		return err
 	}
+	lagging, orphaned := apps[0], apps[1]
 
 	// Running, as far as the cluster can tell (its StatefulSet available), but lagging: the
 	// process is stopped while an Application is deleted.
 	require.NoError(t, controller.Stop())
-	lagging := apps[0]
-	require.NoError(t, applications(ns).Delete(ctx, lagging.GetName(), metav1.DeleteOptions{}))
-	rep := sweep(t)
-	f := cluster.FindingAbout(rep, "orphaned-finalizers", lagging)
-	require.NotNil(t, f, "the terminating Application is reported")
-	assert.Nil(t, f.Action, "its controller runs: nothing released")
-	assert.Contains(t, strings.Join(f.Evidence, "\n"), "StatefulSet "+ns+"/argocd-application-controller", "the finding names the controller")
-	now, err := applications(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, []string{resourcesFinalizer}, now.GetFinalizers())
+	op.keptWhileAvailable(t, lagging)
 
 	// Back, the controller deletes what the Application manages, then removes its finalizer.
-	controller, err = testCluster.StartArgoCDApplicationController(ctx, ns)
+	controller, err = testCluster.StartArgoCDApplicationController(ctx, op.namespace)
 	require.NoError(t, err)
-	testCluster.Eventually(t, 2*time.Minute, "the controller finalizes the deleted Application", func() bool {
-		_, err := applications(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	op.gone(t, lagging, "the controller finalizes the deleted Application")
 	err = managed(lagging)
 	assert.True(t, apierrors.IsNotFound(err), "the controller deleted the ConfigMap the Application managed: %v", err)
 	require.NoError(t, controller.Stop())
 
-	// Scaled to 0: a warning, nothing released.
-	_, err = testCluster.Kube.AppsV1().StatefulSets(ns).Patch(ctx, "argocd-application-controller", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
-	require.NoError(t, err)
-	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet has no replica", func() bool {
-		s, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
-		return err == nil && s.Status.Replicas == 0
-	})
-	orphaned := apps[1]
-	require.NoError(t, applications(ns).Delete(ctx, orphaned.GetName(), metav1.DeleteOptions{}))
-	rep = sweep(t)
-	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
-	require.NotNil(t, f)
-	assert.Nil(t, f.Action, "scaled to 0 is not uninstalled")
-	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+resourcesFinalizer+": StatefulSet "+ns+"/argocd-application-controller", f.Reason)
-	assert.Empty(t, cluster.ActedOn(rep, ns))
-
-	// Uninstalled: the stuck Application is released by the shipped config; what it managed is
-	// left in place, as releasing the finalizer by hand leaves it.
-	require.NoError(t, testCluster.Kube.AppsV1().StatefulSets(ns).Delete(ctx, "argocd-application-controller", metav1.DeleteOptions{}))
-	testCluster.Eventually(t, time.Minute, "the application-controller's StatefulSet is gone", func() bool {
-		_, err := testCluster.Kube.AppsV1().StatefulSets(ns).Get(ctx, "argocd-application-controller", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	rep = sweep(t)
-	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
-	require.NotNil(t, f)
-	assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
-	assert.Equal(t, []string{"orphaned-finalizers Application orphaned"}, cluster.ActedOn(rep, ns))
-	testCluster.Eventually(t, time.Minute, "the released Application is gone", func() bool {
-		_, err := applications(ns).Get(ctx, orphaned.GetName(), metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	op.warnedWhenScaledToZero(t, orphaned)
+	// Uninstalled, released: what it managed is left in place, as releasing the finalizer by hand
+	// leaves it.
+	op.releasedWhenUninstalled(t, orphaned)
 	assert.NoError(t, managed(orphaned), "the ConfigMap the released Application managed is left")
 }

@@ -3,19 +3,14 @@ package operators
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -41,14 +36,6 @@ spec:
     spec: {containers: [{name: prometheus-operator, image: ` + cluster.PrometheusOperatorImage + `}]}
 `
 
-func prometheuses(namespace string) interface {
-	Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
-	Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-	Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
-} {
-	return testCluster.Dynamic.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}).Namespace(namespace)
-}
-
 // TestPrometheusOperatorStatusCleanup runs the real prometheus-operator v0.85.0 against the real
 // control plane. It puts status-cleanup on every Prometheus. While its Deployment is available, a
 // Prometheus being deleted is kept, and the finding names the Deployment; the operator then
@@ -59,87 +46,41 @@ func TestPrometheusOperatorStatusCleanup(t *testing.T) {
 	setUpOnce(t)
 	ctx := context.Background()
 	require.NoError(t, testCluster.InstallPrometheusOperatorCRDs(ctx))
-	ns := testCluster.NewNamespace(t, "prom")
-	_, err := testCluster.Create(ctx, cluster.Fill(prometheusOperatorDeployment, ns))
+	op := operator{namespace: testCluster.NewNamespace(t, "prom"), kind: "Deployment", name: "prometheus-operator", finalizer: statusCleanup,
+		resource: schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}}
+	_, err := testCluster.Create(ctx, cluster.Fill(prometheusOperatorDeployment, op.namespace))
 	require.NoError(t, err)
-	testCluster.Eventually(t, time.Minute, "the operator's Deployment is available", func() bool {
-		d, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
-		return err == nil && d.Status.AvailableReplicas == 1
-	})
-	operator, err := testCluster.StartPrometheusOperator(ns)
+	op.workloadHas(t, "availableReplicas", 1)
+	process, err := testCluster.StartPrometheusOperator(op.namespace)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = operator.Stop() })
+	t.Cleanup(func() { _ = process.Stop() })
 
 	var promethei []*unstructured.Unstructured
 	for _, name := range []string{"lagging", "orphaned"} {
-		objs, err := testCluster.Create(ctx, cluster.Fill(`{apiVersion: monitoring.coreos.com/v1, kind: Prometheus, metadata: {name: `+name+`, namespace: NAMESPACE}, spec: {replicas: 1}}`, ns))
+		objs, err := testCluster.Create(ctx, cluster.Fill(`{apiVersion: monitoring.coreos.com/v1, kind: Prometheus, metadata: {name: `+name+`, namespace: NAMESPACE}, spec: {replicas: 1}}`, op.namespace))
 		require.NoError(t, err)
 		promethei = append(promethei, objs[0])
 	}
-	t.Cleanup(func() {
-		for _, p := range promethei {
-			_, _ = prometheuses(ns).Patch(ctx, p.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		}
-	})
+	op.releaseAtCleanup(t, promethei)
 	for _, p := range promethei {
 		testCluster.Eventually(t, time.Minute, "the operator puts "+statusCleanup+" on Prometheus "+p.GetName(), func() bool {
-			now, err := prometheuses(ns).Get(ctx, p.GetName(), metav1.GetOptions{})
+			now, err := op.objects().Get(ctx, p.GetName(), metav1.GetOptions{})
 			return err == nil && slices.Contains(now.GetFinalizers(), statusCleanup)
 		})
 	}
+	lagging, orphaned := promethei[0], promethei[1]
 
 	// Running, as far as the cluster can tell (its Deployment available), but lagging: the
 	// process is stopped while a Prometheus is deleted.
-	require.NoError(t, operator.Stop())
-	lagging := promethei[0]
-	require.NoError(t, prometheuses(ns).Delete(ctx, lagging.GetName(), metav1.DeleteOptions{}))
-	rep := sweep(t)
-	f := cluster.FindingAbout(rep, "orphaned-finalizers", lagging)
-	require.NotNil(t, f, "the terminating Prometheus is reported")
-	assert.Nil(t, f.Action, "its operator runs: nothing released")
-	assert.Contains(t, strings.Join(f.Evidence, "\n"), "Deployment "+ns+"/prometheus-operator", "the finding names the controller")
-	now, err := prometheuses(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, []string{statusCleanup}, now.GetFinalizers())
+	require.NoError(t, process.Stop())
+	op.keptWhileAvailable(t, lagging)
 
 	// Back, the operator removes its finalizer itself.
-	operator, err = testCluster.StartPrometheusOperator(ns)
+	process, err = testCluster.StartPrometheusOperator(op.namespace)
 	require.NoError(t, err)
-	testCluster.Eventually(t, time.Minute, "the operator finalizes the deleted Prometheus", func() bool {
-		_, err := prometheuses(ns).Get(ctx, lagging.GetName(), metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	require.NoError(t, operator.Stop())
+	op.gone(t, lagging, "the operator finalizes the deleted Prometheus")
+	require.NoError(t, process.Stop())
 
-	// Scaled to 0: a warning, nothing released.
-	_, err = testCluster.Kube.AppsV1().Deployments(ns).Patch(ctx, "prometheus-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
-	require.NoError(t, err)
-	testCluster.Eventually(t, time.Minute, "the operator's Deployment has no replica", func() bool {
-		d, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
-		return err == nil && d.Status.Replicas == 0
-	})
-	orphaned := promethei[1]
-	require.NoError(t, prometheuses(ns).Delete(ctx, orphaned.GetName(), metav1.DeleteOptions{}))
-	rep = sweep(t)
-	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
-	require.NotNil(t, f)
-	assert.Nil(t, f.Action, "scaled to 0 is not uninstalled")
-	assert.Equal(t, "controller scaled to 0; scale it up instead of removing "+statusCleanup+": Deployment "+ns+"/prometheus-operator", f.Reason)
-	assert.Empty(t, cluster.ActedOn(rep, ns))
-
-	// Uninstalled: the stuck Prometheus is released by the shipped config.
-	require.NoError(t, testCluster.Kube.AppsV1().Deployments(ns).Delete(ctx, "prometheus-operator", metav1.DeleteOptions{}))
-	testCluster.Eventually(t, time.Minute, "the operator's Deployment is gone", func() bool {
-		_, err := testCluster.Kube.AppsV1().Deployments(ns).Get(ctx, "prometheus-operator", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	rep = sweep(t)
-	f = cluster.FindingAbout(rep, "orphaned-finalizers", orphaned)
-	require.NotNil(t, f)
-	assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s", f.Reason, f.Error)
-	assert.Equal(t, []string{"orphaned-finalizers Prometheus orphaned"}, cluster.ActedOn(rep, ns))
-	testCluster.Eventually(t, time.Minute, "the released Prometheus is gone", func() bool {
-		_, err := prometheuses(ns).Get(ctx, orphaned.GetName(), metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	op.warnedWhenScaledToZero(t, orphaned)
+	op.releasedWhenUninstalled(t, orphaned)
 }
