@@ -379,14 +379,18 @@ func TestPreflightDrainProtected(t *testing.T) {
 }
 
 // TestPreflightCSVWithALongName: a CSV whose name is no label value (over 63 characters) labels
-// nothing; its preflight reads the rest, exit 0, rather than failing on a selector the API server
-// refuses.
+// nothing; its preflight walks the cluster and prints its report rather than failing, with no
+// report, on a selector the client refuses. (Exit 0 or 1: the walk of this shared cluster may meet
+// another test's dead APIService.)
 func TestPreflightCSVWithALongName(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
 	name := "a-very-long-operator-name-that-its-authors-did-not-keep-short.v1.2.3"
 	require.Greater(t, len(name), 63)
 	createWhenServed(t, ns, fill(plainCSV, ns, name))
-	rep, stderr, code := runReport(t, "preflight", "csv/"+name, "-n", ns)
-	require.Equal(t, 0, code, stderr)
-	assert.Empty(t, rep.Errors)
+	rep, stderr, code := runReport(t, "preflight", "csv/"+name, "-n", ns) // fails t if no report is printed
+	assert.Contains(t, []int{0, 1}, code, stderr)
+	assert.NotContains(t, stderr, "must be no more than 63")
+	for _, e := range rep.Errors {
+		assert.NotContains(t, e.Message, name, "no error about the CSV")
+	}
 }
