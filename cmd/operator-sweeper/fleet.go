@@ -60,7 +60,7 @@ func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member
 		g.Go(func() error {
 			conn, err := connect(ctx, &m.opts, s)
 			if err != nil {
-				m.report = unreachable(name, m.opts.DryRun, err)
+				m.unreachable(err)
 				return nil
 			}
 			conn.progress = nil // one line of progress cannot show several clusters
@@ -81,9 +81,8 @@ func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member
 		if first, seen := sweptAs[uids[i]]; seen {
 			m.conn.cancel()
 			m.conn = nil
-			m.report = report.New(time.Now(), report.Metadata{Cluster: name, ClusterUID: string(uids[i]), Mode: m.opts.DryRun})
-			m.report.Errors = append(m.report.Errors, report.Error{Stage: report.StageInventory,
-				Message: fmt.Sprintf("the same cluster as context %s (kube-system uid %s): swept once, as %s", first, uids[i], first)})
+			m.notRun(fmt.Sprintf("the same cluster as context %s (kube-system uid %s): swept once, as %s", first, uids[i], first), false)
+			m.report.Metadata.ClusterUID = string(uids[i])
 			continue
 		}
 		sweptAs[uids[i]] = name
@@ -118,10 +117,15 @@ func reports(members []*member) []*report.Report {
 	return out
 }
 
-// unreachable is the report of a cluster whose context could not be reached: its error, fatal.
-func unreachable(context string, mode report.DryRunMode, err error) *report.Report {
-	r := report.New(time.Now(), report.Metadata{Cluster: context, Mode: mode})
-	r.Metadata.EndTime = r.Metadata.StartTime
-	r.Errors = append(r.Errors, report.Error{Stage: report.StageInventory, Message: fmt.Sprintf("context %s: %v", context, err), Fatal: true})
-	return r
+// notRun makes the member's report that of a cluster not run on: message, its one error, says
+// why, and fails the run when fatal.
+func (m *member) notRun(message string, fatal bool) {
+	m.report = report.New(time.Now(), report.Metadata{Cluster: m.opts.Cluster, Mode: m.opts.DryRun})
+	m.report.Metadata.EndTime = m.report.Metadata.StartTime
+	m.report.Errors = append(m.report.Errors, report.Error{Stage: report.StageInventory, Message: message, Fatal: fatal})
+}
+
+// unreachable is notRun for a cluster that could not be reached or read: err, fatal.
+func (m *member) unreachable(err error) {
+	m.notRun(fmt.Sprintf("context %s: %v", m.opts.Context, err), true)
 }

@@ -94,13 +94,11 @@ func (c *preflightCommand) runFleet(ctx context.Context, o *options.Options, set
 		uninstall, err := preflight.Resolve(m.conn.ctx, m.conn.clients, c.target)
 		if input := (*sweeper.InputError)(nil); errors.As(err, &input) {
 			m.absent = err.Error()
-			m.report = report.New(time.Now(), report.Metadata{Cluster: m.opts.Cluster, Mode: m.opts.DryRun})
-			m.report.Metadata.EndTime = m.report.Metadata.StartTime
-			m.report.Errors = append(m.report.Errors, report.Error{Stage: report.StageInventory, Message: m.absent + ": nothing to preflight in this cluster"})
+			m.notRun(m.absent+": nothing to preflight in this cluster", false)
 			return
 		}
 		if err != nil {
-			m.report = unreachable(m.opts.Cluster, m.opts.DryRun, err)
+			m.unreachable(err)
 			return
 		}
 		m.report, m.verdict = preflightCluster(m.conn, &m.opts, settings, uninstall)

@@ -76,6 +76,7 @@ func TestFleetContexts(t *testing.T) {
 			require.NotEmpty(t, r.Errors)
 			assert.Contains(t, r.Errors[0].Message, "the same cluster as context alpha")
 			assert.False(t, r.Errors[0].Fatal)
+			assert.Equal(t, r.Metadata.StartTime, r.Metadata.EndTime, "not swept: no time spent, not a zero end")
 		default:
 			assert.Len(t, r.Findings, 1, "%s is still reported", r.Metadata.Cluster)
 		}
