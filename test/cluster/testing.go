@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/operator-sweeper/operator-sweeper/report"
 )
 
 // Main is the TestMain of a test package that runs on a cluster, and does not return. In a

@@ -107,7 +107,7 @@ func sweepConfigured(t *testing.T, optIn *optIn, args ...string) *report.Report 
 	if optIn != nil {
 		objs = optedIn(t, optIn)
 	}
-	return deploy.SweepAsCronJob(t, testCluster, sweeperBinary, objs, append(slices.Clone(deploy.Young), args...)...)
+	return deploy.SweepAsCronJob(t, testCluster, sweeperBinary, objs, args...)
 }
 
 // optedIn renders the base with optIn's component and config, and puts the shipped base back

@@ -145,7 +145,7 @@ func explain(t *testing.T, target string) string {
 	_, kubeconfig := deploy.ServiceAccountConfig(t, testCluster)
 	// The CronJob's args but --dry-run, which explain does not take: it never writes.
 	cronJob := slices.DeleteFunc(deploy.CronJobArgs(t, base), func(arg string) bool { return strings.HasPrefix(arg, "--dry-run") })
-	args := slices.Concat([]string{"explain", target}, cronJob, deploy.Young, []string{"--kubeconfig", kubeconfig, "-o", "table"})
+	args := slices.Concat([]string{"explain", target}, cronJob, deploy.Young(), []string{"--kubeconfig", kubeconfig, "-o", "table"})
 	stdout, stderr, code := sweeperBinary.Run(t, args...)
 	if code != 0 {
 		t.Fatalf("explain %s: exit status %d\n%s", target, code, stderr)

@@ -127,17 +127,19 @@ func CronJobArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	return args
 }
 
-// Young are the flags that let the sweeper act on debris seconds or minutes old.
-var Young = []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s", "--node-not-ready-for=20s"}
+// Young returns the flags that let the sweeper act on debris seconds or minutes old.
+func Young() []string {
+	return []string{"--min-terminating-age=0s", "--catalog-pod-slack=0s", "--min-age=0s", "--node-not-ready-for=20s"}
+}
 
 // SweepAsCronJob applies objs, rendered manifests, and runs the CronJob's command with its config
-// as their ServiceAccount, with args; the run must end with exit 0.
+// as their ServiceAccount, Young, and args; the run must end with exit 0.
 func SweepAsCronJob(t *testing.T, c *cluster.Cluster, binary cluster.Binary, objs []*unstructured.Unstructured, args ...string) *report.Report {
 	t.Helper()
 	Apply(t, c, objs, false)
 	_, kubeconfig := ServiceAccountConfig(t, c)
 	cluster.AgeDebris()
-	all := slices.Concat(CronJobArgs(t, objs), []string{"--kubeconfig", kubeconfig}, args)
+	all := slices.Concat(CronJobArgs(t, objs), Young(), []string{"--kubeconfig", kubeconfig}, args)
 	rep, stderr, code := binary.RunReport(t, all...)
 	require.Equal(t, 0, code, stderr)
 	return rep
