@@ -139,30 +139,33 @@ test-alerts: tools ## promtool checks and unit-tests the alerting rules.
 	promtool check rules manifests/alerts/operator-sweeper.rules.yaml
 	cd manifests/alerts && promtool test rules operator-sweeper.rules.test.yaml
 
-# -p 1: each package runs its own control plane; two at once on a 2-core machine starve the real
+# suites runs the test packages $(2) against the control plane hack/testbin.sh $(1) builds. -p 1:
+# each package runs its own control plane; two at once on a 2-core machine starve the real
 # controllers (OLM's) that test/controllers waits on.
+suites = KUBEBUILDER_ASSETS="$$(hack/testbin.sh $(1))" $(GO) test -p 1 -count=1 -timeout 25m $(2)
+
 .PHONY: test-integration
-test-integration: testbin-all tools ## Every suite of test/ against a real control plane and Pushgateway: test-api, test-controllers, test-operators and test-e2e.
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(INTEGRATION_PACKAGES)
+test-integration: tools ## Every suite of test/ against a real control plane and Pushgateway: test-api, test-controllers, test-operators and test-e2e.
+	$(call suites,all,$(INTEGRATION_PACKAGES))
 
 .PHONY: test-api
 test-api: tools ## The suites that need kube-apiserver, etcd and kubectl only (test/integration, test/cluster).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) test -p 1 -count=1 -timeout 25m $(API_PACKAGES)
+	$(call suites,kubectl,$(API_PACKAGES))
 
 .PHONY: test-controllers
 test-controllers: tools ## The suite with real Kubernetes controllers, kwok nodes and OLM (test/controllers).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh controllers)" $(GO) test -p 1 -count=1 -timeout 25m $(CONTROLLER_PACKAGES)
+	$(call suites,controllers,$(CONTROLLER_PACKAGES))
 
 .PHONY: test-operators
-test-operators: testbin-all tools ## The suite with real third-party operators: prometheus-operator, Argo CD (test/operators).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(OPERATOR_PACKAGES)
+test-operators: tools ## The suite with real third-party operators: prometheus-operator, Argo CD (test/operators).
+	$(call suites,all,$(OPERATOR_PACKAGES))
 
 .PHONY: test-e2e
-test-e2e: testbin-all tools ## The rest of test/: the shipped manifests and chart installed and run (test/e2e).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) test -p 1 -count=1 -timeout 25m $(E2E_PACKAGES)
+test-e2e: tools ## The rest of test/: the shipped manifests and chart installed and run (test/e2e).
+	$(call suites,all,$(E2E_PACKAGES))
 
 # Only the test packages with benchmarks: each package's TestMain starts its control plane, and
-# test/controllers' needs all of `hack/testbin.sh all`.
+# test/controllers' needs `hack/testbin.sh controllers`.
 BENCH_PACKAGES := $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_test.go' '^func Benchmark' test))))
 
 .PHONY: bench
