@@ -80,6 +80,10 @@ manifests: ## Render the kustomize base and overlays into bin/manifests/.
 	$(GO) run ./hack/render manifests/overlays/report-only > bin/manifests/report-only.yaml
 	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
+.PHONY: generate
+generate: ## Write what is derived from the rules and the catalog: the ClusterRole's rules, the admission policy's guarded finalizers, docs/catalog.md.
+	$(GO) run ./hack/generate
+
 .PHONY: tools
 tools: ## Install the Debian packages the tests need (prometheus-pushgateway, prometheus for promtool, chromium, redis-server).
 	@hack/debian-tools.sh

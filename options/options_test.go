@@ -304,12 +304,13 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 		name, yaml, wantErr string
 	}{
 		{"bad glob", "finalizers: [{pattern: '[x', controllers: [{kind: Deployment, name: x}]}]", `config: finalizers[0].pattern "[x" is not a valid glob`},
-		{"no controllers", "finalizers: [{pattern: x/y}]", "config: finalizers[0] (x/y) has no controllers"},
+		{"no controllers", "finalizers: [{pattern: x/y}]", "config: finalizers[0] (x/y) has neither controllers nor a consequence"},
 		{"bad kind", "finalizers: [{pattern: x/y, controllers: [{kind: Pod, name: x}]}]", `finalizers[0].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`},
 		{"name and selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, name: x, selector: a=b}]}]", "finalizers[0].controllers[0]: set exactly one of name, selector and image"},
 		{"neither", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment}]}]", "finalizers[0].controllers[0]: set exactly one of name, selector and image"},
 		{"bad selector", "finalizers: [{pattern: x/y, controllers: [{kind: Deployment, selector: 'a=b=c'}]}]", `finalizers[0].controllers[0].selector "a=b=c"`},
 		{"unknown key", "finalizers: [{pattern: x/y, controller: []}]", `unknown field "finalizers[0].controller"`},
+		{"bad consequence", "finalizers: [{pattern: x/y, consequence: harmless}]", `config: finalizers[0].consequence "harmless" is not local, cascades or guards`},
 		{"bad catalog-pods selector", "rules: {catalog-pods: {selector: 'a b'}}", `config: rules.catalog-pods.selector "a b"`},
 		{"unknown kind", "rules: {operator-leftovers: {delete: [Subscriptions]}}", `config: rules.operator-leftovers.delete[0] "Subscriptions" is not a kind OLM lists as a component; use one of APIService.apiregistration.k8s.io, ClusterRole.rbac.authorization.k8s.io`},
 		{"negative slack", "catalog-pod-slack: -1m", "--catalog-pod-slack -1m0s is invalid"},

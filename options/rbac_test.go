@@ -1,6 +1,7 @@
 package options
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,29 +21,36 @@ func TestPolicyRules(t *testing.T) {
 	opts.DryRun = report.DryRunNone
 	policy, err = opts.PolicyRules()
 	require.NoError(t, err)
-	assert.Equal(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{"logging.banzaicloud.io"}, Resources: []string{"loggings", "syslogngconfigs", "fluentdconfigs"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"clusterserviceversions"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions", "clustercatalogs", "clusterobjectsets"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"catalogd.operatorframework.io"}, Resources: []string{"clustercatalogs"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"acme.cert-manager.io"}, Resources: []string{"challenges"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications", "appprojects", "applicationsets"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"operator.victoriametrics.com"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"operator.tigera.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"opensearch.org"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"opensearch.opster.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"kafka.strimzi.io"}, Resources: []string{"kafkatopics", "kafkarebalances"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"prometheuses"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"notification.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"image.toolkit.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"source.extensions.fluxcd.io"}, Resources: []string{"*"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
-	}, policy, "no opt-in: olm-rbac and operator-leftovers delete nothing")
+	grants := grantsOf(policy)
+	// What orphaned-finalizers may release, it may patch: every resource of every catalog entry
+	// whose consequence lets it go.
+	operators, err := rules.Catalog()
+	require.NoError(t, err)
+	releasable := map[string]bool{}
+	for _, op := range operators {
+		for _, owner := range op.Finalizers {
+			if !owner.Consequence.Releasable() {
+				continue
+			}
+			for _, glob := range owner.Resources {
+				resource, group, _ := strings.Cut(glob, ".")
+				releasable[group+"/"+resource] = true
+				assert.True(t, grants["patch "+group+"/"+resource] || grants["patch "+group+"/*"], "%s (%s, %s) may be released: patch is granted", glob, op.Name, owner.Pattern)
+				assert.True(t, grants["get "+group+"/"+resource] || grants["get "+group+"/*"], "%s: get, to re-read after a lost race", glob)
+			}
+		}
+	}
+	for grant := range grants {
+		verb, resource, _ := strings.Cut(grant, " ")
+		switch verb {
+		case "patch":
+			assert.True(t, releasable[resource] || resource == "operators.coreos.com/installplans",
+				"%s: patch only where a finalizer may be released, or an InstallPlan re-owned", grant)
+		case "get":
+		default:
+			assert.Contains(t, []string{"delete /pods", "create /events"}, grant, "no opt-in: nothing is deleted but catalog pods")
+		}
+	}
 
 	opts.RuleConfigs = map[string]rules.RuleConfig{
 		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
@@ -57,4 +65,19 @@ func TestPolicyRules(t *testing.T) {
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "delete"}},
 		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "delete"}},
 	}, policy, "opted in; a server-side dry run records no Events")
+}
+
+// grantsOf flattens policy rules into a set of "verb group/resource".
+func grantsOf(policy []rbacv1.PolicyRule) map[string]bool {
+	grants := map[string]bool{}
+	for _, r := range policy {
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				for _, verb := range r.Verbs {
+					grants[verb+" "+group+"/"+resource] = true
+				}
+			}
+		}
+	}
+	return grants
 }

@@ -22,6 +22,7 @@ const (
 	FlagCatalogPodSlack   = "catalog-pod-slack"
 	FlagNodeNotReadyFor   = "node-not-ready-for"
 	FlagUnhealthyZone     = "unhealthy-zone-threshold"
+	FlagHelmSQLStorage    = "helm-sql-storage"
 )
 
 // RuleOptions say which rules run and what they are told.
@@ -44,6 +45,9 @@ type RuleOptions struct {
 	// UnhealthyZoneThreshold is the fraction of a zone's nodes not Ready (more than two) from
 	// which nothing is force-deleted in that zone, as kube-controller-manager's flag of that name.
 	UnhealthyZoneThreshold float64 `json:"unhealthy-zone-threshold"`
+	// HelmSQLStorage says some Helm releases are kept in SQL, which the sweeper cannot read: a
+	// release without a record in Secrets or ConfigMaps is then undecided, not uninstalled.
+	HelmSQLStorage bool `json:"helm-sql-storage,omitempty"`
 }
 
 func defaultRuleOptions() RuleOptions {
@@ -63,6 +67,7 @@ func (o *RuleOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CatalogPodSlack.Duration, FlagCatalogPodSlack, o.CatalogPodSlack.Duration, "How long past its grace period a CatalogSource pod on a lost node must be before it is force-deleted.")
 	fs.DurationVar(&o.NodeNotReadyFor.Duration, FlagNodeNotReadyFor, o.NodeNotReadyFor.Duration, "How long a node must have been not Ready for its CatalogSource pods to count as lost.")
 	fs.Float64Var(&o.UnhealthyZoneThreshold, FlagUnhealthyZone, o.UnhealthyZoneThreshold, "Fraction of a zone's nodes not Ready (more than two) from which nothing is force-deleted in it.")
+	fs.BoolVar(&o.HelmSQLStorage, FlagHelmSQLStorage, o.HelmSQLStorage, "Some Helm releases are kept in SQL, which the sweeper cannot read: a release without records in Secrets or ConfigMaps is undecided.")
 }
 
 // Validate returns every problem of the group: its values, and what building the rules finds.
@@ -123,6 +128,7 @@ func (o *RuleOptions) Settings(minAge time.Duration) (rules.Settings, error) {
 		MinAge:                 minAge,
 		UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
 		Finalizers:             mappings,
+		HelmSQLStorage:         o.HelmSQLStorage || o.orphanedFinalizersSQL(),
 	}, nil
 }
 
@@ -165,4 +171,16 @@ func RuleNames() []string {
 		names = append(names, reg.Name)
 	}
 	return names
+}
+
+// orphanedFinalizersSQL is rules.orphaned-finalizers.helm-sql-storage, the former place of
+// helm-sql-storage, which every rule that reads Helm releases now takes.
+func (o *RuleOptions) orphanedFinalizersSQL() bool {
+	switch args := o.RuleConfigs[rules.OrphanedFinalizersName].Args.(type) {
+	case rules.OrphanedFinalizersArgs:
+		return args.HelmSQLStorage
+	case *rules.OrphanedFinalizersArgs:
+		return args != nil && args.HelmSQLStorage
+	}
+	return false
 }

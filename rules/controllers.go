@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -14,30 +15,80 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// FinalizerOwner says which controllers remove the finalizers matching Pattern. It is an entry of
-// the "finalizers" section of the config file.
+// FinalizerOwner says which controllers remove the finalizers matching Pattern, and what a
+// finalizer stands for: what its controller does before it removes it, and so what releasing it
+// loses. It is an entry of the "finalizers" section of the config file, and of the catalog
+// (rules/catalog), which adds where it was checked upstream.
 type FinalizerOwner struct {
 	// Pattern is a glob (path.Match) over finalizer names, such as
 	// "*.logging.banzaicloud.io/finalizer".
 	Pattern string `json:"pattern"`
+	// Resources, if set, restricts the entry to objects of these resources: globs over
+	// "<plural>.<group>" ("*.source.toolkit.fluxcd.io"), or "<plural>" for the core group, for
+	// finalizers that several controllers share by name (Flux's finalizers.fluxcd.io). The catalog
+	// names them always: they are what the RBAC to release a finalizer is derived from.
+	Resources []string `json:"resources,omitempty"`
 	// Controllers are the workloads that serve the finalizers; any one of them running is enough.
-	Controllers []Controller `json:"controllers"`
+	// A config entry without controllers only classifies a finalizer (its Consequence): whether
+	// its owner is gone is then decided by the object's CRD.
+	Controllers []Controller `json:"controllers,omitempty"`
 	// Leases are globs over the names of the leader-election Leases (coordination.k8s.io, any
 	// namespace) the controller holds: one renewed recently proves it alive, wherever it runs.
 	Leases []string `json:"leases,omitempty"`
-	// Resources, if set, restricts the mapping to objects of these resources: globs over
-	// "<plural>.<group>" ("*.source.toolkit.fluxcd.io"), for finalizers that several controllers
-	// share by name (Flux's finalizers.fluxcd.io).
-	Resources []string `json:"resources,omitempty"`
-	// Protect marks finalizers that guard data outside the cluster (volumes, cloud resources,
-	// backups): they are never released automatically, even when their controller is gone.
+	// Consequence says what releasing the finalizer without its controller loses: local,
+	// cascades or guards. Empty is unknown: the finalizer is never released.
+	Consequence Consequence `json:"consequence,omitempty"`
+	// StandsFor says what the controller does before it removes the finalizer: what a release
+	// skips ("the EC2 instance the NodeClaim launched"; "the status of the Prometheus").
+	StandsFor string `json:"stands-for,omitempty"`
+	// Remedy says what to do before a guarded finalizer may be removed by hand ("terminate the
+	// instance named in status.providerID, then remove the finalizer").
+	Remedy string `json:"remedy,omitempty"`
+	// Source is where the entry was checked upstream; the catalog's entries name it.
+	Source *Source `json:"source,omitempty"`
+
+	// Protect is the former spelling of consequence: guards.
 	Protect bool `json:"protect,omitempty"`
-	// Guards says what a protected finalizer guards: what releasing it would leave behind.
+	// Guards is the former spelling of stands-for, with protect: true.
 	Guards string `json:"guards,omitempty"`
-	// Cascades says what the controller deletes when an object with the finalizer is deleted
-	// (an Argo CD Application's resources, what a Flux Kustomization pruned, the operator a CSV
-	// installed): preflight --drain deletes such objects only with --drain-protected.
+	// Cascades is the former spelling of consequence: cascades, with what it stands for.
 	Cascades string `json:"cascades,omitempty"`
+}
+
+// Consequence is what releasing a finalizer without its controller loses.
+type Consequence string
+
+const (
+	// ConsequenceUnknown: nobody said. Such a finalizer is reported, never released.
+	ConsequenceUnknown Consequence = ""
+	// ConsequenceLocal: the controller cleans up inside the cluster only (status, caches, its own
+	// objects the garbage collector would take anyway): released once its controller is gone.
+	ConsequenceLocal Consequence = "local"
+	// ConsequenceCascades: the controller deletes what the object deployed (an Argo CD
+	// Application's resources, a CSV's operator): released once its controller is gone, and what
+	// it deployed is left in place; preflight --drain deletes such objects only with
+	// --drain-protected.
+	ConsequenceCascades Consequence = "cascades"
+	// ConsequenceGuards: the finalizer stands for something outside the cluster, or for data (an
+	// instance, a load balancer, a bucket, a DNS record, a backup, a volume): never released.
+	ConsequenceGuards Consequence = "guards"
+)
+
+// Releasable says whether a finalizer of this consequence may be released once its controller
+// is proven gone.
+func (c Consequence) Releasable() bool {
+	return c == ConsequenceLocal || c == ConsequenceCascades
+}
+
+// Source is where a catalog entry was checked: a repository, a release of it, and the files that
+// add and remove the finalizer, name the workload and elect the leader.
+type Source struct {
+	// Repository is the upstream repository, as "github.com/<owner>/<name>".
+	Repository string `json:"repository"`
+	// Release is the tag the files were read at.
+	Release string `json:"release"`
+	// Files are paths in the repository at that release.
+	Files []string `json:"files"`
 }
 
 // Controller identifies workloads by kind, and by name, label selector or container image, in one
@@ -80,28 +131,33 @@ type controllerMatcher struct {
 }
 
 // NewFinalizerMappings validates the configured mappings, naming each bad one by its config key
-// (finalizers[i].…), and merges them with the shipped ones: a configured mapping replaces the
-// shipped one of the same pattern, but for a protected one, to which it may only add controllers
-// and Leases: what guards data outside the cluster cannot be configured away.
+// (finalizers[i].…), and merges them with the catalog's: a configured mapping replaces the
+// catalog's of the same pattern and resources, and keeps its consequence when it names none; a
+// catalog entry that guards stays guards, and a configured one may only add controllers and
+// Leases to it: what guards something outside the cluster cannot be configured away.
 func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error) {
+	shipped, err := DefaultFinalizerOwners()
+	if err != nil {
+		return FinalizerMappings{}, err
+	}
 	var m FinalizerMappings
 	var errs []error
-	shipped := DefaultFinalizerOwners()
 	for i, owner := range configured {
-		key := (&finalizerMapping{FinalizerOwner: owner}).key()
-		if j := slices.IndexFunc(shipped, func(s FinalizerOwner) bool { return s.Protect && (&finalizerMapping{FinalizerOwner: s}).key() == key }); j >= 0 {
-			owner = protectedWith(shipped[j], owner)
+		key := fmt.Sprintf("finalizers[%d]", i)
+		owner, err := normalized(key, owner)
+		errs = append(errs, err)
+		if j := slices.IndexFunc(shipped, func(s FinalizerOwner) bool { return keyOf(s) == keyOf(owner) }); j >= 0 {
+			owner = configuredOver(shipped[j], owner)
 		}
-		compiled, err := compileMapping(fmt.Sprintf("finalizers[%d]", i), owner)
+		compiled, err := compileMapping(key, owner)
 		errs = append(errs, err)
 		m.mappings = append(m.mappings, compiled)
 	}
-	for i, owner := range shipped {
-		mapping := finalizerMapping{FinalizerOwner: owner}
-		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == mapping.key() }) {
+	for _, owner := range shipped {
+		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == keyOf(owner) }) {
 			continue
 		}
-		compiled, err := compileMapping(fmt.Sprintf("shipped mapping %d", i), owner)
+		compiled, err := compileMapping("catalog entry "+keyOf(owner), owner)
 		errs = append(errs, err)
 		m.mappings = append(m.mappings, compiled)
 	}
@@ -111,16 +167,56 @@ func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error
 	return m, nil
 }
 
-// protectedWith is a shipped protected mapping with what a configured one of its pattern adds: its
-// controllers and Leases, checked first. It stays protected, and guards what it guarded.
-func protectedWith(shipped, configured FinalizerOwner) FinalizerOwner {
-	merged := shipped
-	merged.Controllers = append(slices.Clone(configured.Controllers), shipped.Controllers...)
-	merged.Leases = append(slices.Clone(configured.Leases), shipped.Leases...)
-	if configured.Guards != "" {
-		merged.Guards = configured.Guards
+// normalized is a configured mapping in today's spelling: protect and guards become
+// consequence: guards and stands-for, cascades becomes consequence: cascades.
+func normalized(key string, owner FinalizerOwner) (FinalizerOwner, error) {
+	var errs []error
+	set := func(c Consequence, standsFor, field string) {
+		if owner.Consequence != ConsequenceUnknown && owner.Consequence != c {
+			errs = append(errs, fmt.Errorf("%s (%s): %s contradicts consequence: %s", key, owner.Pattern, field, owner.Consequence))
+			return
+		}
+		owner.Consequence = c
+		owner.StandsFor = cmp.Or(owner.StandsFor, standsFor)
 	}
-	return merged
+	if owner.Guards != "" && !owner.Protect {
+		errs = append(errs, fmt.Errorf("%s (%s): guards is set without protect: true", key, owner.Pattern))
+	}
+	if owner.Protect {
+		set(ConsequenceGuards, owner.Guards, "protect: true")
+	}
+	if owner.Cascades != "" {
+		set(ConsequenceCascades, owner.Cascades, "cascades")
+	}
+	owner.Protect, owner.Guards, owner.Cascades = false, "", ""
+	return owner, errors.Join(errs...)
+}
+
+// configuredOver is a catalog entry as a configured mapping of the same pattern and resources
+// makes it. A guarding entry stays guarding: the configured controllers and Leases are added,
+// checked first, and it may say more precisely what it guards. Any other is replaced, but keeps
+// what it stands for when the configured one does not say.
+func configuredOver(shipped, configured FinalizerOwner) FinalizerOwner {
+	if shipped.Consequence == ConsequenceGuards {
+		merged := shipped
+		merged.Controllers = append(slices.Clone(configured.Controllers), shipped.Controllers...)
+		merged.Leases = append(slices.Clone(configured.Leases), shipped.Leases...)
+		merged.StandsFor = cmp.Or(configured.StandsFor, shipped.StandsFor)
+		merged.Remedy = cmp.Or(configured.Remedy, shipped.Remedy)
+		return merged
+	}
+	if configured.Consequence == ConsequenceUnknown {
+		configured.Consequence, configured.StandsFor, configured.Remedy, configured.Source = shipped.Consequence, shipped.StandsFor, shipped.Remedy, shipped.Source
+	}
+	if len(configured.Controllers) == 0 {
+		configured.Controllers, configured.Leases = shipped.Controllers, shipped.Leases
+	}
+	return configured
+}
+
+// keyOf identifies a mapping: its pattern, and the resources it is restricted to.
+func keyOf(owner FinalizerOwner) string {
+	return (&finalizerMapping{FinalizerOwner: owner}).key()
 }
 
 func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) {
@@ -128,10 +224,18 @@ func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) 
 	if _, err := path.Match(owner.Pattern, ""); err != nil || owner.Pattern == "" {
 		return m, fmt.Errorf("%s.pattern %q is not a valid glob", key, owner.Pattern)
 	}
-	if len(owner.Controllers) == 0 {
-		return m, fmt.Errorf("%s (%s) has no controllers: name at least one workload that removes these finalizers", key, owner.Pattern)
+	if len(owner.Controllers) == 0 && owner.Consequence == ConsequenceUnknown {
+		return m, fmt.Errorf("%s (%s) has neither controllers nor a consequence: name the workloads that remove these finalizers, or what releasing them loses (consequence: local, cascades or guards)", key, owner.Pattern)
 	}
 	var errs []error
+	switch owner.Consequence {
+	case ConsequenceUnknown, ConsequenceLocal, ConsequenceCascades, ConsequenceGuards:
+	default:
+		errs = append(errs, fmt.Errorf("%s.consequence %q is not local, cascades or guards", key, owner.Consequence))
+	}
+	if owner.Remedy != "" && owner.Consequence != ConsequenceGuards {
+		errs = append(errs, fmt.Errorf("%s (%s): remedy is for a finalizer whose consequence is guards", key, owner.Pattern))
+	}
 	for j, c := range owner.Controllers {
 		matcher, err := compileController(fmt.Sprintf("%s.controllers[%d]", key, j), c)
 		errs = append(errs, err)
@@ -146,9 +250,6 @@ func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) 
 		if _, err := path.Match(resource, ""); err != nil || resource == "" {
 			errs = append(errs, fmt.Errorf("%s.resources[%d] %q is not a valid glob", key, j, resource))
 		}
-	}
-	if owner.Guards != "" && !owner.Protect {
-		errs = append(errs, fmt.Errorf("%s (%s): guards is set without protect: true", key, owner.Pattern))
 	}
 	return m, errors.Join(errs...)
 }
@@ -192,25 +293,41 @@ func (m FinalizerMappings) Owners() []FinalizerOwner {
 	return owners
 }
 
-// ownerOf returns the first mapping whose pattern matches the finalizer on an object of resource.
+// ownerOf returns the first mapping with controllers whose pattern matches the finalizer on an
+// object of resource: who serves it.
 func (m FinalizerMappings) ownerOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
 	for i := range m.mappings {
-		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok && m.mappings[i].covers(resource) { // validated
+		if len(m.mappings[i].controllers) > 0 && m.mappings[i].matches(finalizer, resource) {
 			return &m.mappings[i], true
 		}
 	}
 	return nil, false
 }
 
-// protectorOf returns the first protected mapping that matches the finalizer on an object of
-// resource: a configured mapping checked before it cannot unprotect what it guards.
-func (m FinalizerMappings) protectorOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
+// consequenceOf returns the mapping that says what the finalizer on an object of resource stands
+// for: the first that guards, so that no mapping checked before it can release what it guards;
+// otherwise the first that names a consequence. None: the consequence is unknown.
+func (m FinalizerMappings) consequenceOf(finalizer string, resource schema.GroupResource) (*finalizerMapping, bool) {
+	var first *finalizerMapping
 	for i := range m.mappings {
-		if ok, _ := path.Match(m.mappings[i].Pattern, finalizer); ok && m.mappings[i].Protect && m.mappings[i].covers(resource) {
-			return &m.mappings[i], true
+		mapping := &m.mappings[i]
+		if mapping.Consequence == ConsequenceUnknown || !mapping.matches(finalizer, resource) {
+			continue
+		}
+		if mapping.Consequence == ConsequenceGuards {
+			return mapping, true
+		}
+		if first == nil {
+			first = mapping
 		}
 	}
-	return nil, false
+	return first, first != nil
+}
+
+// matches reports whether the mapping's pattern matches the finalizer on an object of resource.
+func (m *finalizerMapping) matches(finalizer string, resource schema.GroupResource) bool {
+	ok, _ := path.Match(m.Pattern, finalizer) // validated
+	return ok && m.covers(resource)
 }
 
 // covers reports whether the mapping applies to objects of resource.

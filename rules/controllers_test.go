@@ -10,57 +10,74 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestDefaultFinalizerOwners pins the shipped mappings to the finalizers the upstream sources add.
+// TestDefaultFinalizerOwners pins the catalog's mappings to the finalizers the upstream sources
+// add, on the kinds they add them to.
 func TestDefaultFinalizerOwners(t *testing.T) {
 	shipped := shippedMappings(t)
-	logging := []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}, {Kind: "Deployment", Image: "*logging-operator"}}
+	logging := []Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}, {Kind: "Deployment", Image: "kube-logging/logging-operator"},
+		{Kind: "Deployment", Image: "rancher/mirrored-kube-logging-logging-operator"}}
 	olmOperator := []Controller{{Kind: "Deployment", Name: "olm-operator"}}
 	catalogd := []Controller{{Kind: "Deployment", Name: "catalogd-controller-manager"}}
 	operatorController := []Controller{{Kind: "Deployment", Name: "operator-controller-controller-manager"}}
-	tests := map[string][]Controller{
+	loggings := schema.GroupResource{Group: "logging.banzaicloud.io", Resource: "loggings"}
+	tests := []struct {
+		finalizer string
+		on        schema.GroupResource
+		want      []Controller
+	}{
 		// kube-logging/logging-operator, on Logging
-		"syslogngconfig.logging.banzaicloud.io/finalizer":      logging,
-		"fluentdconfig.logging.banzaicloud.io/finalizer":       logging,
-		"telemetrycontroller.logging.banzaicloud.io/finalizer": logging,
+		{"syslogngconfig.logging.banzaicloud.io/finalizer", loggings, logging},
+		{"fluentdconfig.logging.banzaicloud.io/finalizer", loggings, logging},
+		{"telemetrycontroller.logging.banzaicloud.io/finalizer", loggings, logging},
 		// operator-lifecycle-manager, on ClusterServiceVersion
-		"operators.coreos.com/csv-cleanup": olmOperator,
+		{"operators.coreos.com/csv-cleanup", ClusterServiceVersions.GroupResource(), olmOperator},
 		// operator-controller: ClusterCatalog (catalogd, and its name before catalogd v0.21.0),
 		// ClusterExtension, ClusterObjectSet
-		"olm.operatorframework.io/delete-server-cache":          catalogd,
-		"catalogd.operatorframework.io/delete-server-cache":     catalogd,
-		"olm.operatorframework.io/cleanup-unpack-cache":         operatorController,
-		"olm.operatorframework.io/cleanup-contentmanager-cache": operatorController,
-		"olm.operatorframework.io/teardown":                     operatorController,
+		{"olm.operatorframework.io/delete-server-cache", ClusterCatalogs.GroupResource(), catalogd},
+		{"catalogd.operatorframework.io/delete-server-cache", schema.GroupResource{Group: "catalogd.operatorframework.io", Resource: "clustercatalogs"}, catalogd},
+		{"olm.operatorframework.io/cleanup-unpack-cache", ClusterExtensions.GroupResource(), operatorController},
+		{"olm.operatorframework.io/cleanup-contentmanager-cache", ClusterExtensions.GroupResource(), operatorController},
+		{"olm.operatorframework.io/teardown", ClusterObjectSets.GroupResource(), operatorController},
 	}
-	for finalizer, want := range tests {
-		owner, ok := shipped.ownerOf(finalizer, anyResource)
-		require.True(t, ok, finalizer)
-		assert.Equal(t, want, owner.Controllers, finalizer)
+	for _, tt := range tests {
+		owner, ok := shipped.ownerOf(tt.finalizer, tt.on)
+		if assert.True(t, ok, tt.finalizer) {
+			assert.Equal(t, tt.want, owner.Controllers, tt.finalizer)
+		}
+		_, ok = shipped.ownerOf(tt.finalizer, anyResource)
+		assert.False(t, ok, "%s on a kind no catalog entry names", tt.finalizer)
 	}
 	// The leader-election IDs of the upstream sources; OLM v0 holds none.
-	leases := map[string][]string{
-		"fluentdconfig.logging.banzaicloud.io/finalizer": {"logging-operator.logging.banzaicloud.io"},
-		"operators.coreos.com/csv-cleanup":               nil,
-		"olm.operatorframework.io/delete-server-cache":   {"catalogd-operator-lock"},
-		"catalogd.operatorframework.io/x":                {"catalogd-operator-lock"},
-		"olm.operatorframework.io/cleanup-unpack-cache":  {"9c4404e7.operatorframework.io"},
+	leases := []struct {
+		finalizer string
+		on        schema.GroupResource
+		want      []string
+	}{
+		{"fluentdconfig.logging.banzaicloud.io/finalizer", loggings, []string{"logging-operator.logging.banzaicloud.io"}},
+		{"operators.coreos.com/csv-cleanup", ClusterServiceVersions.GroupResource(), nil},
+		{"olm.operatorframework.io/delete-server-cache", ClusterCatalogs.GroupResource(), []string{"catalogd-operator-lock"}},
+		{"olm.operatorframework.io/cleanup-unpack-cache", ClusterExtensions.GroupResource(), []string{"9c4404e7.operatorframework.io"}},
 	}
-	for finalizer, want := range leases {
-		owner, _ := shipped.ownerOf(finalizer, anyResource)
-		assert.Equal(t, want, owner.Leases, finalizer)
+	for _, tt := range leases {
+		owner, _ := shipped.ownerOf(tt.finalizer, tt.on)
+		assert.Equal(t, tt.want, owner.Leases, tt.finalizer)
 	}
 	_, ok := shipped.ownerOf("example.com/keep", anyResource)
 	assert.False(t, ok)
 }
 
 func TestFinalizerMappingsMerge(t *testing.T) {
-	mine := FinalizerOwner{Pattern: "operators.coreos.com/csv-cleanup", Controllers: []Controller{{Kind: "Deployment", Name: "my-olm"}}}
+	csvs := []string{"clusterserviceversions.operators.coreos.com"}
+	mine := FinalizerOwner{Pattern: "operators.coreos.com/csv-cleanup", Resources: csvs, Controllers: []Controller{{Kind: "Deployment", Name: "my-olm"}}}
 	extra := FinalizerOwner{Pattern: "acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Name: "acme"}}}
 	merged := shippedMappings(t, extra, mine)
-	assert.Equal(t, []FinalizerOwner{extra, mine}, merged.Owners()[:2], "configured first, in their order")
-	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners())+1, "the default for csv-cleanup is replaced")
-	owner, _ := merged.ownerOf("operators.coreos.com/csv-cleanup", anyResource)
-	assert.Equal(t, mine, owner.FinalizerOwner)
+	owners := merged.Owners()
+	assert.Equal(t, []FinalizerOwner{extra}, owners[:1], "configured first, in their order")
+	assert.Len(t, owners, len(catalogOwners(t))+1, "the catalog's csv-cleanup is replaced")
+	owner, _ := merged.ownerOf("operators.coreos.com/csv-cleanup", ClusterServiceVersions.GroupResource())
+	assert.Equal(t, mine.Controllers, owner.Controllers)
+	assert.Equal(t, ConsequenceCascades, owner.Consequence, "a configured mapping that names no consequence keeps the catalog's")
+	assert.NotNil(t, owner.Source)
 }
 
 func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
@@ -70,20 +87,26 @@ func TestFinalizerMappingsErrorsNameTheConfigKey(t *testing.T) {
 		{Pattern: "b.io/*", Controllers: []Controller{{Kind: "Pod", Name: "x"}, {Kind: "Deployment", Name: "x", Selector: "a=b"}, {Kind: "DaemonSet", Selector: "a in b"}}},
 		{Pattern: "c.io/*", Controllers: []Controller{{Kind: "Deployment", Image: "[x"}}, Leases: []string{"ok", "[y"}},
 		{Pattern: "d.io/*", Controllers: []Controller{{Kind: "Deployment", Name: "d"}}, Resources: []string{"[z"}, Guards: "disks"},
+		{Pattern: "e.io/*", Consequence: "harmless"},
+		{Pattern: "f.io/*", Consequence: ConsequenceLocal, Remedy: "nothing"},
+		{Pattern: "g.io/*", Protect: true, Consequence: ConsequenceLocal},
 	})
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 9, "every problem, one line each")
+	require.Len(t, lines, 12, "every problem, one line each")
 	assert.Equal(t, []string{
 		`finalizers[0].pattern "[" is not a valid glob`,
-		`finalizers[1] (acme.io/*) has no controllers: name at least one workload that removes these finalizers`,
+		`finalizers[1] (acme.io/*) has neither controllers nor a consequence: name the workloads that remove these finalizers, or what releasing them loses (consequence: local, cascades or guards)`,
 		`finalizers[2].controllers[0].kind "Pod" is not Deployment, StatefulSet or DaemonSet`,
 		`finalizers[2].controllers[1]: set exactly one of name, selector and image`,
 	}, lines[:4])
 	assert.True(t, strings.HasPrefix(lines[4], `finalizers[2].controllers[2].selector "a in b": `), lines[4])
 	assert.Equal(t, []string{
 		`finalizers[3].controllers[0].image "[x" is not a valid glob`, `finalizers[3].leases[1] "[y" is not a valid glob`,
-		`finalizers[4].resources[0] "[z" is not a valid glob`, `finalizers[4] (d.io/*): guards is set without protect: true`,
+		`finalizers[4] (d.io/*): guards is set without protect: true`, `finalizers[4].resources[0] "[z" is not a valid glob`,
+		`finalizers[5].consequence "harmless" is not local, cascades or guards`,
+		`finalizers[6] (f.io/*): remedy is for a finalizer whose consequence is guards`,
+		`finalizers[7] (g.io/*): protect: true contradicts consequence: local`,
 	}, lines[5:])
 }
 

@@ -25,6 +25,7 @@ type DeadAPIServices struct {
 	minAge   time.Duration
 	delete   bool
 	mappings FinalizerMappings
+	helmSQL  bool
 }
 
 // DeadAPIServicesName is the name of rule dead-apiservices.
@@ -39,7 +40,7 @@ type DeadAPIServicesArgs struct {
 
 // NewDeadAPIServices builds dead-apiservices.
 func NewDeadAPIServices(args DeadAPIServicesArgs, settings Settings) (DeadAPIServices, error) {
-	return DeadAPIServices{minAge: settings.MinAge, delete: args.Delete, mappings: settings.Finalizers}, nil
+	return DeadAPIServices{minAge: settings.MinAge, delete: args.Delete, mappings: settings.Finalizers, helmSQL: settings.HelmSQLStorage}, nil
 }
 
 var (
@@ -116,7 +117,7 @@ func (r DeadAPIServices) Plan(_ context.Context, view *View) []Finding {
 		}
 		switch state {
 		case serviceGone:
-			gone, evidence, facts := registrarGone(view, r.mappings, api, serviceNamespace)
+			gone, evidence, facts := registrarGone(view, r.mappings, r.helmSQL, api, serviceNamespace)
 			f.Evidence = append(f.Evidence, evidence...)
 			if !gone {
 				f.Reason = fmt.Sprintf("unavailable: Service %s/%s is gone, but not whoever registered it", serviceNamespace, serviceName)

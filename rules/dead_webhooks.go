@@ -22,6 +22,7 @@ import (
 type DeadWebhooks struct {
 	delete   bool
 	mappings FinalizerMappings
+	helmSQL  bool
 }
 
 // DeadWebhooksName is the name of rule dead-webhooks.
@@ -35,7 +36,7 @@ type DeadWebhooksArgs struct {
 
 // NewDeadWebhooks builds dead-webhooks.
 func NewDeadWebhooks(args DeadWebhooksArgs, settings Settings) (DeadWebhooks, error) {
-	return DeadWebhooks{delete: args.Delete, mappings: settings.Finalizers}, nil
+	return DeadWebhooks{delete: args.Delete, mappings: settings.Finalizers, helmSQL: settings.HelmSQLStorage}, nil
 }
 
 var (
@@ -112,12 +113,15 @@ type webhookCall struct {
 	namespace, service  string // empty for a URL
 	state               serviceState
 	evidence            string
+	// why says, in a few words, why a dead webhook is dead.
+	why string
 }
 
 func (r DeadWebhooks) admission(view *View, config *Object) (Finding, bool) {
 	hooks, _, _ := unstructured.NestedSlice(config.Content, "webhooks")
 	var calls []webhookCall
 	var dead, blocking, byURL []string
+	var refusals []Refusal
 	for _, h := range hooks {
 		hook, _ := h.(map[string]any)
 		call := judgeWebhook(view, hook)
@@ -129,13 +133,14 @@ func (r DeadWebhooks) admission(view *View, config *Object) (Finding, bool) {
 			dead = append(dead, call.name)
 			if call.failurePolicy == "Fail" {
 				blocking = append(blocking, fmt.Sprintf("webhook %s refuses %s", call.name, matchedRequests(hook)))
+				refusals = append(refusals, refusalOf(hook, call.why))
 			}
 		}
 	}
 	if len(dead) == 0 && len(byURL) == 0 {
 		return Finding{}, false
 	}
-	f := Finding{Severity: SeverityInfo, Object: config.Ref()}
+	f := Finding{Severity: SeverityInfo, Object: config.Ref(), Refuses: refusals}
 	for _, call := range calls {
 		f.Evidence = append(f.Evidence, call.evidence)
 	}
@@ -174,7 +179,7 @@ func (r DeadWebhooks) deleteIfGone(view *View, config *Object, calls []webhookCa
 			continue
 		}
 		namespaces[call.namespace] = true
-		gone, evidence, registrar := registrarGone(view, r.mappings, config, call.namespace)
+		gone, evidence, registrar := registrarGone(view, r.mappings, r.helmSQL, config, call.namespace)
 		f.Evidence = append(f.Evidence, evidence...)
 		if !gone {
 			return
@@ -206,6 +211,10 @@ func judgeWebhook(view *View, hook map[string]any) webhookCall {
 	var evidence string
 	call.state, evidence = judgeService(view, call.namespace, call.service)
 	call.evidence = fmt.Sprintf("webhook %s (failurePolicy %s): %s", call.name, call.failurePolicy, evidence)
+	call.why = fmt.Sprintf("Service %s/%s has no ready endpoint", call.namespace, call.service)
+	if call.state == serviceGone {
+		call.why = fmt.Sprintf("Service %s/%s is gone", call.namespace, call.service)
+	}
 	return call
 }
 

@@ -115,6 +115,26 @@ func TestDeadWebhooks(t *testing.T) {
 			evidence:   []string{"labelled by OLM (olm.owner): olm-rbac deletes it once its ClusterServiceVersion and OLM are gone"},
 		},
 		{
+			name: "registered by a Helm release that is uninstalled, its namespace still there: deleted",
+			args: DeadWebhooksArgs{Delete: true},
+			objects: []*Object{helmOwned(webhookConfig(ValidatingWebhookConfigurations, "acme", acmeGone), "acme", "acme-operator"),
+				object(Namespaces, "", "acme")},
+			wantReason: "webhooks validate.acme.io call a Service that is gone or has no ready endpoint; with failurePolicy Fail, the writes they match are refused; its Services and whoever registered it are gone",
+			severity:   SeverityWarning,
+			wantAction: true,
+			evidence: []string{"registered by Helm release acme/acme-operator (meta.helm.sh annotations): Helm release acme/acme-operator is uninstalled: " +
+				"no Secret or ConfigMap labelled owner=helm, name=acme-operator in acme"},
+		},
+		{
+			name: "registered by a Helm release that is installed: kept, though its namespace is gone",
+			args: DeadWebhooksArgs{Delete: true},
+			objects: []*Object{helmOwned(webhookConfig(ValidatingWebhookConfigurations, "acme", acmeGone), "acme", "acme-operator"),
+				object(Secrets, "acme", "sh.helm.release.v1.acme-operator.v1", withLabels("owner", "helm", "name", "acme-operator", "status", "deployed", "version", "1"))},
+			wantReason: "webhooks validate.acme.io call a Service that is gone or has no ready endpoint; with failurePolicy Fail, the writes they match are refused",
+			severity:   SeverityWarning,
+			evidence:   []string{"registered by Helm release acme/acme-operator (meta.helm.sh annotations): Helm release acme/acme-operator is installed: Secret sh.helm.release.v1.acme-operator.v1 has status deployed"},
+		},
+		{
 			name: "a CRD's conversion webhook: reported only",
 			args: DeadWebhooksArgs{Delete: true},
 			objects: []*Object{object(CustomResourceDefinitions, "", "widgets.acme.io", withContent(map[string]any{"spec": map[string]any{"conversion": map[string]any{
@@ -145,4 +165,51 @@ func TestDeadWebhooks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// helmOwned marks obj as an object of Helm release namespace/release.
+func helmOwned(obj *Object, namespace, release string) *Object {
+	withLabels("app.kubernetes.io/managed-by", "Helm")(obj)
+	withAnnotations("meta.helm.sh/release-name", release, "meta.helm.sh/release-namespace", namespace)(obj)
+	return obj
+}
+
+// TestDeadWebhooksRefuse: a dead webhook with failurePolicy Fail says which writes it refuses:
+// those its rules and selectors match; Ignore refuses nothing, and neither does a live one.
+func TestDeadWebhooksRefuse(t *testing.T) {
+	hook := webhook("validate.acme.io", "", "acme", "acme-webhook")
+	hook["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"team": "a"}}
+	hook["objectSelector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "skip", "operator": "DoesNotExist"}}}
+	config := webhookConfig(ValidatingWebhookConfigurations, "acme", hook, webhook("lenient.acme.io", "Ignore", "acme", "acme-webhook"))
+	teamA, teamB := object(Namespaces, "", "a", withLabels("team", "a")), object(Namespaces, "", "b", withLabels("team", "b"))
+	podA, podB := object(Pods, "a", "p"), object(Pods, "b", "p")
+	skipped := object(Pods, "a", "skipped", withLabels("skip", "yes"))
+	deployment := object(Deployments, "a", "d")
+	view := viewWith(Coverage{}, config, teamA, teamB, podA, podB, skipped, deployment)
+	rule, err := NewDeadWebhooks(DeadWebhooksArgs{}, Settings{Finalizers: shippedMappings(t)})
+	require.NoError(t, err)
+	findings := rule.Plan(context.Background(), view)
+	require.Len(t, findings, 1)
+	require.Len(t, findings[0].Refuses, 1, "the Fail webhook only")
+	refusal := findings[0].Refuses[0]
+	assert.Equal(t, "webhook validate.acme.io (Service acme/acme-webhook is gone)", refusal.String())
+	for _, tt := range []struct {
+		what      string
+		operation string
+		obj       *Object
+		want      bool
+	}{
+		{"an update of a pod in a namespace it selects", "UPDATE", podA, true},
+		{"an update of a deployment.apps there", "UPDATE", deployment, true},
+		{"a delete: not in its operations", "DELETE", podA, false},
+		{"in a namespace it does not select", "UPDATE", podB, false},
+		{"an object its objectSelector leaves out", "UPDATE", skipped, false},
+		{"a kind it does not name", "UPDATE", teamA, false},
+		{"its own configuration: webhooks never see those", "UPDATE", config, false},
+	} {
+		assert.Equal(t, tt.want, refusal.Refuses(view, tt.operation, tt.obj.Ref()), tt.what)
+	}
+
+	alive := viewWith(Coverage{}, config, object(Namespaces, "", "acme"), object(Services, "acme", "acme-webhook"), endpointSlice("acme", "acme-webhook", true))
+	assert.Empty(t, rule.Plan(context.Background(), alive), "a webhook that answers refuses nothing of the sweeper's")
 }

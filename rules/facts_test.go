@@ -45,7 +45,7 @@ func TestObjectFacts(t *testing.T) {
 }
 
 func TestControllersGoneIsCheckedAgain(t *testing.T) {
-	mapping, _ := shippedMappings(t).ownerOf(syslogFinalizer, anyResource)
+	mapping, _ := shippedMappings(t).ownerOf(syslogFinalizer, schema.GroupResource{Group: "logging.banzaicloud.io", Resource: "loggings"})
 	fact := controllersGone(viewWith(Coverage{}), mapping)
 	var read []string
 	for _, r := range fact.Reads() {
@@ -59,7 +59,7 @@ func TestControllersGoneIsCheckedAgain(t *testing.T) {
 	assert.True(t, holds, evidence)
 	holds, evidence = fact.Holds(freshView(listed, Coverage{}, loggingOperator(1)))
 	assert.False(t, holds, "installed meanwhile")
-	assert.Contains(t, evidence, "re-checked live: a controller of \"*.logging.banzaicloud.io/finalizer\" is there now: ")
+	assert.Contains(t, evidence, "re-checked live: a controller of \"syslogngconfig.logging.banzaicloud.io/finalizer\" is there now: ")
 	holds, _ = fact.Holds(freshView(listed, Coverage{}, object(Leases, "x", "logging-operator.logging.banzaicloud.io",
 		withContent(map[string]any{"spec": map[string]any{"holderIdentity": "a", "leaseDurationSeconds": int64(15), "renewTime": testNow.Format(time.RFC3339Nano)}}))))
 	assert.False(t, holds, "it holds its Lease now")
@@ -75,11 +75,13 @@ func TestControllersGoneIsCheckedAgain(t *testing.T) {
 	assert.True(t, holds, "not renewed since: stale: %s", evidence)
 	holds, evidence = fact.Holds(freshView(listed, Coverage{}, skewed("11")))
 	assert.False(t, holds)
-	assert.Equal(t, `re-checked live: Lease x/logging-operator.logging.banzaicloud.io was renewed or taken since the sweep looked: a controller of "*.logging.banzaicloud.io/finalizer" runs`, evidence)
+	assert.Equal(t, `re-checked live: Lease x/logging-operator.logging.banzaicloud.io was renewed or taken since the sweep looked: a controller of "syslogngconfig.logging.banzaicloud.io/finalizer" runs`, evidence)
 }
 
 func TestOrphanedFinalizersRestOnFacts(t *testing.T) {
-	rule := OrphanedFinalizers{minAge: 15 * time.Minute, mappings: shippedMappings(t)}
+	// Classified by the config file, owned by no mapping: the CRD says whose it is.
+	local := FinalizerOwner{Pattern: "acme.io/cleanup", Consequence: ConsequenceLocal}
+	rule := OrphanedFinalizers{minAge: 15 * time.Minute, mappings: shippedMappings(t, local)}
 	crd := object(CustomResourceDefinitions, "", "widgets.acme.io", withLabels("app.kubernetes.io/managed-by", "Helm"),
 		withAnnotations("meta.helm.sh/release-name", "acme", "meta.helm.sh/release-namespace", "acme-system"))
 	widget := object(widgets, "shop", "w", terminatingFor(time.Hour, "acme.io/cleanup"))

@@ -86,3 +86,16 @@ func helmReads(namespace, release string) []Read {
 		{Resource: ConfigMaps.GroupResource(), Namespace: namespace, Selector: selector},
 	}
 }
+
+// helmReleaseUninstalled is the fact that a Helm release is uninstalled: read again, its records
+// say so (see helmRelease).
+func helmReleaseUninstalled(namespace, release string, sqlStorage bool) Fact {
+	return factOf{
+		key:   fmt.Sprintf("helm release uninstalled %s/%s", namespace, release),
+		reads: helmReads(namespace, release),
+		holds: func(view *View) (bool, string) {
+			state, evidence := helmRelease(view, namespace, release, sqlStorage)
+			return state == helmUninstalled, "re-checked live: " + evidence
+		},
+	}
+}

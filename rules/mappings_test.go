@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,11 @@ func exampleResource(owner FinalizerOwner) Resource {
 	gr := schema.GroupResource{Group: "example.com", Resource: "things"}
 	if len(owner.Resources) > 0 {
 		gr = schema.ParseGroupResource(example(owner.Resources[0]))
+	}
+	for _, known := range allTestResources {
+		if known.GroupResource() == gr {
+			return known
+		}
 	}
 	return Resource{GroupVersionResource: gr.WithVersion("v1"), Kind: "Thing", Namespaced: true}
 }
@@ -69,7 +75,7 @@ func exampleWorkload(t *testing.T, c Controller, replicas int64) *Object {
 // warned about while scaled to 0, released once gone, or, protected, never released.
 func TestShippedMappings(t *testing.T) {
 	mappings := shippedMappings(t)
-	for _, owner := range DefaultFinalizerOwners() {
+	for _, owner := range catalogOwners(t) {
 		finalizer, res := example(owner.Pattern), exampleResource(owner)
 		t.Run(owner.Pattern+" "+res.GroupResource().String(), func(t *testing.T) {
 			mapping, ok := mappings.ownerOf(finalizer, res.GroupResource())
@@ -78,7 +84,11 @@ func TestShippedMappings(t *testing.T) {
 			require.Equal(t, owner.Resources, mapping.Resources)
 			stuck := object(res, "team", "stuck", terminatingFor(time.Hour, finalizer))
 			plan := func(objs ...*Object) Finding {
-				view := NewView(testNow, append(allTestResources, res), Coverage{}, append([]*Object{stuck}, objs...))
+				resources := allTestResources
+				if !slices.Contains(resources, res) {
+					resources = append(slices.Clone(resources), res)
+				}
+				view := NewView(testNow, resources, Coverage{}, append([]*Object{stuck}, objs...))
 				rule := OrphanedFinalizers{minAge: time.Minute, mappings: mappings}
 				findings := rule.Plan(context.Background(), view)
 				require.Len(t, findings, 1)
@@ -98,35 +108,18 @@ func TestShippedMappings(t *testing.T) {
 				assert.True(t, strings.HasPrefix(f.Reason, "owner still present"), "Lease %s held: %s", example(lease), f.Reason)
 			}
 			gone := plan()
-			if owner.Protect {
-				assert.Equal(t, fmt.Sprintf("operator gone, but %s guards data outside the cluster: not released; clean up what it guards, then remove it by hand", finalizer), gone.Reason)
+			switch owner.Consequence {
+			case ConsequenceGuards:
+				assert.Equal(t, fmt.Sprintf("operator gone, but not released: %s guards %s: %s", finalizer, owner.StandsFor, owner.Remedy), gone.Reason)
 				assert.Nil(t, gone.Action, "never released")
-				assert.Contains(t, gone.Evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, owner.Guards))
+				assert.Contains(t, gone.Evidence, fmt.Sprintf("%s guards %s (catalog, checked against %s %s): never released", finalizer, owner.StandsFor, owner.Source.Repository, owner.Source.Release))
 				assert.Equal(t, SeverityWarning, gone.Severity)
-			} else {
+			default:
 				assert.Equal(t, RemoveFinalizers{Finalizers: []string{finalizer}}, gone.Action, gone.Reason)
 				assert.NotEmpty(t, gone.Facts)
+				assert.Contains(t, gone.Evidence, fmt.Sprintf("%s stands for %s: consequence %s (catalog, checked against %s %s)", finalizer, owner.StandsFor, owner.Consequence, owner.Source.Repository, owner.Source.Release))
 			}
 		})
-	}
-}
-
-// TestShippedMappingsAreGranted: what orphaned-finalizers may release, it may patch.
-func TestShippedMappingsAreGranted(t *testing.T) {
-	for _, owner := range DefaultFinalizerOwners() {
-		if owner.Protect || len(owner.Resources) == 0 {
-			continue
-		}
-		for _, glob := range owner.Resources {
-			gr := schema.ParseGroupResource(example(glob))
-			granted := false
-			for _, rule := range finalizerResources {
-				if rule.APIGroups[0] == gr.Group && (rule.Resources[0] == "*" || strings.Contains(" "+strings.Join(rule.Resources, " ")+" ", " "+gr.Resource+" ")) {
-					granted = true
-				}
-			}
-			assert.True(t, granted, "%s (%s) is not in finalizerResources", gr, owner.Pattern)
-		}
 	}
 }
 
@@ -149,7 +142,7 @@ func TestFluxFinalizersGoToTheControllerOfTheirGroup(t *testing.T) {
 		}
 		mapping, ok := mappings.ownerOf(finalizer, gr)
 		if assert.True(t, ok, resource) {
-			assert.Equal(t, "app="+controller, mapping.Controllers[0].Selector, resource)
+			assert.Equal(t, "app.kubernetes.io/component="+controller+",app.kubernetes.io/part-of=flux", mapping.Controllers[0].Selector, resource)
 		}
 	}
 	_, ok := mappings.ownerOf("finalizers.fluxcd.io", schema.GroupResource{Group: "example.com", Resource: "things"})
@@ -165,7 +158,7 @@ func TestConfiguredMappingsCannotUnprotect(t *testing.T) {
 	findings := rule.Plan(context.Background(), viewWith(Coverage{}, sa))
 	require.Len(t, findings, 1)
 	assert.Nil(t, findings[0].Action)
-	assert.Contains(t, findings[0].Reason, "guards data outside the cluster")
+	assert.Contains(t, findings[0].Reason, "operator gone, but not released: tigera.io/cni-protector guards ")
 }
 
 // TestConfiguredMappingsReplaceByPatternAndResources: a configured mapping replaces the shipped
@@ -173,34 +166,52 @@ func TestConfiguredMappingsCannotUnprotect(t *testing.T) {
 func TestConfiguredMappingsReplaceByPatternAndResources(t *testing.T) {
 	tofu := FinalizerOwner{Pattern: "finalizers.fluxcd.io", Resources: []string{"*.infra.contrib.fluxcd.io"}, Controllers: []Controller{{Kind: "Deployment", Name: "tofu-controller"}}}
 	merged := shippedMappings(t, tofu)
-	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners())+1, "every Flux mapping stays")
+	assert.Len(t, merged.Owners(), len(catalogOwners(t))+1, "every Flux mapping stays")
 	mapping, ok := merged.ownerOf("finalizers.fluxcd.io", schema.GroupResource{Group: "source.toolkit.fluxcd.io", Resource: "gitrepositories"})
 	require.True(t, ok)
-	assert.Equal(t, "app=source-controller", mapping.Controllers[0].Selector)
+	assert.Equal(t, "app.kubernetes.io/component=source-controller,app.kubernetes.io/part-of=flux", mapping.Controllers[0].Selector)
 
 	helm := FinalizerOwner{Pattern: "finalizers.fluxcd.io", Resources: []string{"*.helm.toolkit.fluxcd.io"}, Controllers: []Controller{{Kind: "Deployment", Name: "my-helm"}}}
-	assert.Len(t, shippedMappings(t, helm).Owners(), len(DefaultFinalizerOwners()), "the shipped helm-controller mapping is replaced")
+	assert.Len(t, shippedMappings(t, helm).Owners(), len(catalogOwners(t)), "the shipped helm-controller mapping is replaced")
 }
 
 // TestConfiguredMappingsOfAProtectedPatternAddOnly: a configured mapping of the very pattern of a
 // protected one adds its controllers and Leases; the finalizer stays protected, whatever the
 // configured mapping says, and the shipped controllers still count.
 func TestConfiguredMappingsOfAProtectedPatternAddOnly(t *testing.T) {
-	mine := FinalizerOwner{Pattern: "longhorn.io", Controllers: []Controller{{Kind: "Deployment", Name: "my-longhorn"}}, Leases: []string{"my-longhorn-lock"}}
+	var shipped FinalizerOwner
+	for _, owner := range catalogOwners(t) {
+		if owner.Pattern == "longhorn.io" && owner.Consequence == ConsequenceGuards {
+			shipped = owner
+			break
+		}
+	}
+	require.NotEmpty(t, shipped.Resources, "the catalog's Longhorn entry")
+	mine := FinalizerOwner{Pattern: "longhorn.io", Resources: shipped.Resources, Controllers: []Controller{{Kind: "Deployment", Name: "my-longhorn"}},
+		Leases: []string{"my-longhorn-lock"}, Consequence: ConsequenceLocal}
 	merged := shippedMappings(t, mine)
-	assert.Len(t, merged.Owners(), len(DefaultFinalizerOwners()), "it takes the shipped mapping's place")
-	mapping, ok := merged.ownerOf("longhorn.io", Pods.GroupResource())
+	assert.Len(t, merged.Owners(), len(catalogOwners(t)), "it takes the catalog entry's place")
+	volumes := schema.GroupResource{Group: "longhorn.io", Resource: "volumes"}
+	mapping, ok := merged.ownerOf("longhorn.io", volumes)
 	require.True(t, ok)
-	assert.True(t, mapping.Protect)
-	assert.NotEmpty(t, mapping.Guards)
+	assert.Equal(t, ConsequenceGuards, mapping.Consequence, "it stays guarding, whatever the configured mapping says")
+	assert.Equal(t, shipped.StandsFor, mapping.StandsFor)
 	assert.Equal(t, "my-longhorn", mapping.Controllers[0].Name, "the configured controller first")
-	assert.Greater(t, len(mapping.Controllers), 1, "the shipped controllers stay")
+	assert.Greater(t, len(mapping.Controllers), 1, "the catalog's controllers stay")
 	assert.Contains(t, mapping.Leases, "my-longhorn-lock")
 
-	rule := OrphanedFinalizers{minAge: time.Minute, mappings: merged}
-	volume := object(ConfigMaps, "longhorn-system", "pvc-1", terminatingFor(time.Hour, "longhorn.io"))
-	findings := rule.Plan(context.Background(), viewWith(Coverage{}, volume))
-	require.Len(t, findings, 1)
-	assert.Nil(t, findings[0].Action, "never released")
-	assert.Contains(t, findings[0].Reason, "guards data outside the cluster")
+	volume := object(Resource{GroupVersionResource: volumes.WithVersion("v1beta2"), Kind: "Volume", Namespaced: true}, "longhorn-system", "pvc-1",
+		terminatingFor(time.Hour, "longhorn.io"))
+	for name, mappings := range map[string]FinalizerMappings{
+		"the same pattern and resources": merged,
+		"a broader pattern, checked first": shippedMappings(t, FinalizerOwner{Pattern: "longhorn*", Controllers: []Controller{{Kind: "Deployment", Name: "my-longhorn"}},
+			Consequence: ConsequenceLocal}),
+	} {
+		rule := OrphanedFinalizers{minAge: time.Minute, mappings: mappings}
+		view := NewView(testNow, append(slices.Clone(allTestResources), *volume.Resource), Coverage{}, []*Object{volume})
+		findings := rule.Plan(context.Background(), view)
+		require.Len(t, findings, 1, name)
+		assert.Nil(t, findings[0].Action, "%s: never released", name)
+		assert.Contains(t, findings[0].Reason, "operator gone, but not released: longhorn.io guards ", name)
+	}
 }

@@ -783,7 +783,12 @@ func TestOLMv1KnownCause(t *testing.T) {
 	}
 
 	operatorController := workload(Deployments, "olmv1-system", "operator-controller-controller-manager", 1)
-	mapping := func(f string) string { return f + `: controller mapping "olm.operatorframework.io/*"` }
+	entry, ok := shippedMappings(t).consequenceOf(contentManager, ClusterExtensions.GroupResource())
+	require.True(t, ok, "the catalog classifies %s", contentManager)
+	standsFor := entry.StandsFor
+	mapping := func(f string) string {
+		return f + `: controller mapping "olm.operatorframework.io/* on clusterextensions.olm.operatorframework.io, clusterextensionrevisions.olm.operatorframework.io, clusterobjectsets.olm.operatorframework.io"`
+	}
 	tests := []struct {
 		name    string
 		objects []*Object
@@ -822,8 +827,9 @@ func TestOLMv1KnownCause(t *testing.T) {
 			want: Finding{
 				Severity: SeverityWarning,
 				Reason:   "operator gone; releasing " + contentManager,
-				Evidence: []string{since, mapping(contentManager), "no Deployment matches name operator-controller-controller-manager in any namespace", noLease},
-				Action:   RemoveFinalizers{Finalizers: []string{contentManager}},
+				Evidence: []string{since, mapping(contentManager), "no Deployment matches name operator-controller-controller-manager in any namespace", noLease,
+					contentManager + " stands for " + standsFor + ": consequence cascades (catalog, checked against github.com/operator-framework/operator-controller v1.2.0)"},
+				Action: RemoveFinalizers{Finalizers: []string{contentManager}},
 			},
 		},
 	}

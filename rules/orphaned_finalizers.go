@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // OrphanedFinalizers releases objects stuck Terminating on a finalizer whose operator is gone:
@@ -49,6 +51,7 @@ type OrphanedFinalizersArgs struct {
 
 // NewOrphanedFinalizers builds orphaned-finalizers.
 func NewOrphanedFinalizers(args OrphanedFinalizersArgs, settings Settings) (OrphanedFinalizers, error) {
+	args.HelmSQLStorage = args.HelmSQLStorage || settings.HelmSQLStorage
 	return OrphanedFinalizers{args: args, minAge: settings.MinTerminatingAge, mappings: settings.Finalizers}, nil
 }
 
@@ -71,9 +74,10 @@ func (OrphanedFinalizers) MayHaveWritten(string, *unstructured.Unstructured, []s
 	return nil
 }
 
-// PolicyRules implements Authorized: patch on the kinds the shipped mappings' finalizers are on.
-func (OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
-	return slices.Clone(finalizerResources)
+// PolicyRules implements Authorized: get and patch on the resources of the finalizers the
+// catalog and the config file let it release (consequence local or cascades).
+func (r OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
+	return r.mappings.releasePolicy()
 }
 
 // ReadsContent implements ContentReader: workloads, Leases and the CRDs a CSV owns.
@@ -95,8 +99,10 @@ const (
 	alive
 	scaledDown
 	orphaned
-	// protected: orphaned, but guarding data outside the cluster.
+	// protected: orphaned, but guarding something outside the cluster, or data.
 	protected
+	// unclassified: orphaned, but what the finalizer stands for is unknown.
+	unclassified
 )
 
 // verdict is the decision about one finalizer of one object.
@@ -111,6 +117,9 @@ type verdict struct {
 	dependsOn []ObjectRef
 	// facts are what an orphaned verdict rests on, to be read again before the release.
 	facts []Fact
+	// standsFor and remedy say, for a finalizer whose owner is gone, what it stands for and what
+	// to do before it may be removed by hand.
+	standsFor, remedy string
 }
 
 // planCache caches what one Plan asks of the view for many objects: each controller mapping's
@@ -211,16 +220,15 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 		case gone:
 			v.decision = orphaned
 			v.facts = []Fact{controllersGone(cache.view, mapping)}
-			if protector, ok := r.mappings.protectorOf(finalizer, obj.Resource.GroupResource()); ok {
-				v.decision, v.facts = protected, nil
-				v.evidence = append(v.evidence, fmt.Sprintf("%s guards %s: never released automatically", finalizer, protector.Guards))
-			}
 		}
 	} else {
 		v.decision, v.evidence, v.owners = r.decideByCRD(cache, obj, finalizer)
 		if v.decision == orphaned {
 			v.facts = []Fact{r.crdOwnerGone(cache.view, obj, finalizer)}
 		}
+	}
+	if v.decision == orphaned {
+		r.classify(&v, obj)
 	}
 	if v.decision == orphaned && finalizer == csvCleanupFinalizer && obj.Resource.GroupResource() == ClusterServiceVersions.GroupResource() {
 		guarded, evidence, known := csvCleanupObjects(cache.view, obj.Namespace, obj.Name)
@@ -231,6 +239,39 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 		v.dependsOn = guarded
 	}
 	return v
+}
+
+// classify decides, for a finalizer whose owner is gone, whether releasing it is safe: knowing
+// the owner is gone is not knowing what the finalizer stands for. Only a consequence the catalog
+// or the config file names as local or cascades lets it go; one that guards something outside
+// the cluster is never released, and one nobody classified is reported with the config entry
+// that would classify it.
+func (r OrphanedFinalizers) classify(v *verdict, obj *Object) {
+	gr := obj.Resource.GroupResource()
+	mapping, known := r.mappings.consequenceOf(v.finalizer, gr)
+	if !known {
+		v.decision, v.facts = unclassified, nil
+		v.evidence = append(v.evidence, fmt.Sprintf("%s: neither the catalog nor the config file says what it stands for: its consequence is unknown, so it is not released", v.finalizer))
+		v.remedy = classifyEntry(v.finalizer, gr)
+		return
+	}
+	where := "config file"
+	if s := mapping.Source; s != nil {
+		where = fmt.Sprintf("catalog, checked against %s %s", s.Repository, s.Release)
+	}
+	v.standsFor, v.remedy = mapping.StandsFor, mapping.Remedy
+	if mapping.Consequence == ConsequenceGuards {
+		v.decision, v.facts = protected, nil
+		v.evidence = append(v.evidence, fmt.Sprintf("%s guards %s (%s): never released", v.finalizer, cmp.Or(mapping.StandsFor, "something outside the cluster"), where))
+		return
+	}
+	v.evidence = append(v.evidence, fmt.Sprintf("%s stands for %s: consequence %s (%s)", v.finalizer, cmp.Or(mapping.StandsFor, "in-cluster cleanup"), mapping.Consequence, where))
+}
+
+// classifyEntry is the config file entry that says a finalizer on objects of gr cleans up inside
+// the cluster only: what an admin who checked it adds to let the sweeper release it.
+func classifyEntry(finalizer string, gr schema.GroupResource) string {
+	return fmt.Sprintf(`if it cleans up only inside the cluster, say so in the config file: finalizers: [{pattern: %q, resources: [%q], consequence: local}]`, finalizer, gr.String())
 }
 
 // decideByCRD asks the object's CRD who installed it, and whether that installer is still there:
@@ -354,8 +395,19 @@ func (r OrphanedFinalizers) finding(verdicts []verdict) Finding {
 		}
 	case len(byDecision[protected]) > 0:
 		f.Severity = SeverityWarning
-		f.Reason = fmt.Sprintf("operator gone, but %s guards data outside the cluster: not released; clean up what it guards, then remove it by hand",
-			strings.Join(finalizerNames(byDecision[protected]), ", "))
+		var parts []string
+		for _, v := range byDecision[protected] {
+			parts = append(parts, fmt.Sprintf("%s guards %s: %s", v.finalizer, v.standsFor, v.remedy))
+		}
+		f.Reason = "operator gone, but not released: " + strings.Join(parts, "; ")
+	case len(byDecision[unclassified]) > 0:
+		f.Severity = SeverityWarning
+		var parts []string
+		for _, v := range byDecision[unclassified] {
+			parts = append(parts, v.remedy)
+		}
+		f.Reason = fmt.Sprintf("operator gone, but what %s stands for is unknown: not released; %s",
+			strings.Join(finalizerNames(byDecision[unclassified]), ", "), strings.Join(parts, "; "))
 	case len(byDecision[scaledDown]) > 0:
 		f.Severity = SeverityWarning
 		f.Reason = fmt.Sprintf("controller scaled to 0; scale it up instead of removing %s: %s",

@@ -21,8 +21,9 @@ func loggingOperator(replicas int64, opts ...func(*Object)) *Object {
 	return workload(Deployments, "logging", "logging-operator", replicas, append([]func(*Object){withLabels("app.kubernetes.io/name", "logging-operator")}, opts...)...)
 }
 
+// stuckSyslog is a Logging stuck on finalizers: logging-operator puts them on Loggings only.
 func stuckSyslog(finalizers ...string) *Object {
-	return object(syslogNGs, "logging", "syslog-ng", terminatingFor(time.Hour, finalizers...))
+	return object(loggings, "", "logging", terminatingFor(time.Hour, finalizers...))
 }
 
 func TestOrphanedFinalizersDecisions(t *testing.T) {
@@ -38,6 +39,10 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 	stuckWidget := func(finalizers ...string) *Object {
 		return object(widgets, "shop", "w", terminatingFor(time.Hour, finalizers...))
 	}
+	// The config file's word on what the widget operator's finalizers stand for.
+	local := []FinalizerOwner{{Pattern: "acme.io/cleanup", Consequence: ConsequenceLocal}, {Pattern: "cleanup.acme.io/finalizer", Consequence: ConsequenceLocal}}
+	guards := []FinalizerOwner{{Pattern: "cleanup.acme.io/finalizer", Resources: []string{"widgets.acme.io"}, Consequence: ConsequenceGuards,
+		StandsFor: "the widget's bucket", Remedy: "empty and delete the bucket, then remove the finalizer"}}
 	tests := []struct {
 		name         string
 		coverage     Coverage
@@ -48,6 +53,8 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		wantEvidence []string // each must appear
 		wantNone     bool
 		helmSQL      bool
+		// classified are config entries that say what finalizers stand for.
+		classified []FinalizerOwner
 	}{
 		{
 			name:     "not terminating: nothing",
@@ -72,7 +79,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 			wantReason:   "operator gone; releasing " + syslogFinalizer,
 			wantAction:   RemoveFinalizers{Finalizers: []string{syslogFinalizer}},
 			wantEvidence: []string{
-				syslogFinalizer + `: controller mapping "*.logging.banzaicloud.io/finalizer"`,
+				syslogFinalizer + `: controller mapping "` + syslogFinalizer + ` on loggings.logging.banzaicloud.io"`,
 				"no Deployment matches " + loggingOperatorSel + " in any namespace",
 				"deletionTimestamp 2026-11-23T11:00:00Z: terminating for 60m (threshold 15m0s)",
 			},
@@ -136,13 +143,15 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "CRD installed by OLM, no CSV owns it: orphaned",
+			classified:   local,
 			objects:      []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("operators.coreos.com/acme.operators", ""))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"acme.io/cleanup"}},
 			wantEvidence: []string{"CRD widgets.acme.io has no owning ClusterServiceVersion", "CRD widgets.acme.io was installed by OLM (label operators.coreos.com/acme.operators) and has no Helm ownership metadata"},
 		},
 		{
-			name: "a copied CSV does not own the CRD",
+			name:       "a copied CSV does not own the CRD",
+			classified: local,
 			objects: []*Object{stuckWidget("acme.io/cleanup"), object(CustomResourceDefinitions, "", widgetCRD, withLabels("olm.managed", "true")),
 				csv("shop", "acme.v1", []string{widgetCRD}, withLabels("olm.copiedFrom", "operators"))},
 			wantSeverity: SeverityWarning,
@@ -184,6 +193,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "CRD of a Helm release that is uninstalled: orphaned",
+			classified:   local,
 			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), object(Secrets, "acme-system", "sh.helm.release.v1.other.v1", withLabels("owner", "helm", "name", "other", "status", "deployed"))},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
@@ -191,10 +201,30 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 		},
 		{
 			name:         "uninstalled with --keep-history: orphaned",
+			classified:   local,
 			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD(), release(Secrets, 1, "superseded"), release(Secrets, 2, "uninstalled")},
 			wantSeverity: SeverityWarning,
 			wantAction:   RemoveFinalizers{Finalizers: []string{"cleanup.acme.io/finalizer"}},
 			wantEvidence: []string{"Helm release acme-system/acme is uninstalled: its latest revision, Secret sh.helm.release.v1.acme.v2, has status uninstalled (history kept)"},
+		},
+		{
+			name:         "CRD of a Helm release that is uninstalled, the finalizer unclassified: reported with the entry that would classify it",
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityWarning,
+			wantReason: "operator gone, but what cleanup.acme.io/finalizer stands for is unknown: not released; if it cleans up only inside the cluster, say so in the config file: " +
+				`finalizers: [{pattern: "cleanup.acme.io/finalizer", resources: ["widgets.acme.io"], consequence: local}]`,
+			wantEvidence: []string{
+				"Helm release acme-system/acme is uninstalled: no Secret or ConfigMap labelled owner=helm, name=acme in acme-system",
+				"cleanup.acme.io/finalizer: neither the catalog nor the config file says what it stands for: its consequence is unknown, so it is not released",
+			},
+		},
+		{
+			name:         "CRD of a Helm release that is uninstalled, the finalizer guards: never released",
+			classified:   guards,
+			objects:      []*Object{stuckWidget("cleanup.acme.io/finalizer"), helmCRD()},
+			wantSeverity: SeverityWarning,
+			wantReason:   "operator gone, but not released: cleanup.acme.io/finalizer guards the widget's bucket: empty and delete the bucket, then remove the finalizer",
+			wantEvidence: []string{"cleanup.acme.io/finalizer guards the widget's bucket (config file): never released"},
 		},
 		{
 			name:         "being uninstalled: undecided",
@@ -252,7 +282,7 @@ func TestOrphanedFinalizersDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rule := OrphanedFinalizers{args: OrphanedFinalizersArgs{HelmSQLStorage: tt.helmSQL}, minAge: 15 * time.Minute, mappings: shippedMappings(t)}
+			rule := OrphanedFinalizers{args: OrphanedFinalizersArgs{HelmSQLStorage: tt.helmSQL}, minAge: 15 * time.Minute, mappings: shippedMappings(t, tt.classified...)}
 			findings := rule.Plan(context.Background(), viewWith(tt.coverage, tt.objects...))
 			if tt.wantNone {
 				assert.Empty(t, findings)
@@ -278,8 +308,8 @@ func TestOrphanedFinalizersControllerKinds(t *testing.T) {
 		return object(DaemonSets, "acme", "agent", withContent(map[string]any{"status": map[string]any{"desiredNumberScheduled": desired}}))
 	}
 	owners := []FinalizerOwner{
-		{Pattern: "sts.acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Namespace: "acme", Name: "acme"}}},
-		{Pattern: "ds.acme.io/*", Controllers: []Controller{{Kind: "DaemonSet", Selector: "app=agent"}}},
+		{Pattern: "sts.acme.io/*", Controllers: []Controller{{Kind: "StatefulSet", Namespace: "acme", Name: "acme"}}, Consequence: ConsequenceLocal},
+		{Pattern: "ds.acme.io/*", Controllers: []Controller{{Kind: "DaemonSet", Selector: "app=agent"}}, Consequence: ConsequenceLocal},
 	}
 	tests := []struct {
 		name    string

@@ -252,9 +252,9 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 				s := served[i]
 				held = append(held, f)
 				why = append(why, fmt.Sprintf("%s: controller mapping %q, served by %s and by nothing else", f, s.mapping.key(), s.by))
-				guarded = cmp.Or(guarded, s.mapping.Guards, s.mapping.Cascades)
-				if m, protected := r.mappings.protectorOf(f, obj.Resource.GroupResource()); protected {
-					guarded = cmp.Or(guarded, m.Guards, "data outside the cluster")
+				// What deleting it sets off (cascades), or what it guards: drained only on request.
+				if m, ok := r.mappings.consequenceOf(f, obj.Resource.GroupResource()); ok && m.Consequence != ConsequenceLocal {
+					guarded = cmp.Or(guarded, m.StandsFor)
 				}
 				by = &s.by
 				continue

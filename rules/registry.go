@@ -31,6 +31,9 @@ type Settings struct {
 	UnhealthyZoneThreshold float64
 	// Finalizers are the controller mappings.
 	Finalizers FinalizerMappings
+	// HelmSQLStorage says some Helm releases are kept in SQL (Helm's sql driver), which the
+	// sweeper cannot read: a release without a record in Secrets or ConfigMaps is undecided.
+	HelmSQLStorage bool
 }
 
 // Registration is a rule of the registry: its name, its arguments (the rule's section of the

@@ -149,6 +149,13 @@ type Finding struct {
 	// Held, when set, says why the action must not be taken in this run although the rule
 	// would take it (a zone-wide outage): it is reported as skipped, with this reason.
 	Held *Held
+	// Symptom says the finding reports that its object is stuck, not why: the findings of what
+	// blocks it (BlockedBy), and its own other findings, explain it.
+	Symptom bool
+	// Refuses are the writes the object refuses while it stands (an admission webhook with a dead
+	// backend and failurePolicy Fail): the engine makes every action whose write one matches
+	// depend on this finding's own action, in the same run.
+	Refuses []Refusal
 	// BlockedBy names the objects that keep this one stuck: what is left in a Terminating
 	// namespace, the APIService its deletion cannot discover. Their findings explain it; the
 	// report chains findings by it, root causes first.
@@ -235,6 +242,15 @@ func (a SetOwnerReferences) String() string {
 		parts = append(parts, fmt.Sprintf("drop owner %s", uid))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AdmissionOperation is the operation admission sees of an action's write: DELETE for a Delete,
+// UPDATE for the patches of the others.
+func AdmissionOperation(a Action) string {
+	if _, ok := a.(Delete); ok {
+		return "DELETE"
+	}
+	return "UPDATE"
 }
 
 // Delete deletes the object. The engine always sends the observed UID as a precondition, so a

@@ -114,3 +114,11 @@ func shippedMappings(t testing.TB, configured ...FinalizerOwner) FinalizerMappin
 	require.NoError(t, err)
 	return m
 }
+
+// catalogOwners are the catalog's controller mappings.
+func catalogOwners(t testing.TB) []FinalizerOwner {
+	t.Helper()
+	owners, err := DefaultFinalizerOwners()
+	require.NoError(t, err)
+	return owners
+}

@@ -64,11 +64,21 @@ func judgeService(view *View, namespace, name string) (serviceState, string) {
 
 // registrarGone says whether whoever registered obj (an APIService, a webhook configuration)
 // for the Service in serviceNamespace is gone, with the evidence, and the facts a deletion would
-// rest on. OLM's objects (labelled olm.owner) are gone with their ClusterServiceVersion when OLM
-// is gone too. Any other's registrar is gone when the Service's namespace is: an uninstall that
-// removed the namespace and left the cluster-scoped registration behind. When the namespace
+// rest on. Its registrar is judged as a CRD's installer is: Helm ownership metadata names a
+// release, gone when the release is uninstalled (in any storage driver the sweeper reads; see
+// helmRelease); OLM's objects (labelled olm.owner) are gone with their ClusterServiceVersion when
+// OLM is gone too. Any other's registrar is gone when the Service's namespace is: an uninstall
+// that removed the namespace and left the cluster-scoped registration behind. When the namespace
 // remains, whoever registered it may still be there, and nothing says who.
-func registrarGone(view *View, mappings FinalizerMappings, obj *Object, serviceNamespace string) (bool, []string, []Fact) {
+func registrarGone(view *View, mappings FinalizerMappings, helmSQL bool, obj *Object, serviceNamespace string) (bool, []string, []Fact) {
+	if namespace, release, ok := helmOwner(obj); ok {
+		state, evidence := helmRelease(view, namespace, release, helmSQL)
+		evidence = fmt.Sprintf("registered by Helm release %s/%s (meta.helm.sh annotations): %s", namespace, release, evidence)
+		if state != helmUninstalled {
+			return false, []string{evidence}, nil
+		}
+		return true, []string{evidence}, []Fact{helmReleaseUninstalled(namespace, release, helmSQL)}
+	}
 	if csvNamespace, csvName, ok := csvOwner(obj); ok {
 		evidence := []string{fmt.Sprintf("registered by OLM for ClusterServiceVersion %s/%s (label olm.owner)", csvNamespace, csvName)}
 		if _, exists := view.Get(ClusterServiceVersions.GroupResource(), csvNamespace, csvName); exists || !view.Observed(ClusterServiceVersions.GroupResource(), csvNamespace) {

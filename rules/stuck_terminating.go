@@ -60,6 +60,12 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 				atLeast, its = "at least ", ""
 			}
 			reason = fmt.Sprintf("terminating for %s, waiting on %s%s%d remaining objects (%d terminating)", duration.HumanDuration(age), its, atLeast, c.objects, c.terminating)
+			if len(obj.Finalizers) > 0 {
+				// Its own metadata.finalizers (not spec.finalizers' "kubernetes", which the
+				// namespace controller removes once it is empty): a controller's, like any object's.
+				reason = fmt.Sprintf("terminating for %s, %s of its own, and on %s%s%d remaining objects (%d terminating)",
+					duration.HumanDuration(age), waitingOn.reason, its, atLeast, c.objects, c.terminating)
+			}
 			evidence = append(evidence, fmt.Sprintf("%s%d objects remain in the namespace, %d of them terminating", atLeast, c.objects, c.terminating))
 			if atLeast != "" {
 				evidence = append(evidence, "not every resource was listed in the namespace: there may be more")
@@ -69,6 +75,7 @@ func (r StuckTerminating) Plan(_ context.Context, view *View) []Finding {
 			blockedBy = append(apiServices, c.held...)
 		}
 		findings = append(findings, Finding{
+			Symptom:   true,
 			Severity:  SeverityInfo,
 			Object:    obj.Ref(),
 			Reason:    reason,

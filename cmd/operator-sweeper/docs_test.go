@@ -4,7 +4,6 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,18 +157,6 @@ func TestDocsDocumentEveryRuleSetting(t *testing.T) {
 		}
 	}
 	assert.True(t, documented["finalizers"])
-}
-
-// TestDocsListEveryShippedMapping: every shipped controller mapping has a row, which says whether
-// it is protected.
-func TestDocsListEveryShippedMapping(t *testing.T) {
-	rows := docTables(t, "docs/rules.md", "| finalizer pattern | controllers (any namespace) | Leases (any namespace) | upstream |")[0].rows
-	for _, owner := range rules.DefaultFinalizerOwners() {
-		i := slices.IndexFunc(rows, func(row []string) bool { return strings.Contains(row[0], "`"+owner.Pattern+"`") })
-		if assert.True(t, i >= 0, "docs/rules.md lists no mapping for %s", owner.Pattern) {
-			assert.Equal(t, owner.Protect, strings.Contains(rows[i][0], "**protected**"), "%s: protected", owner.Pattern)
-		}
-	}
 }
 
 // TestEveryRuleIsDocumented: the README's rule table and docs/rules.md have a row, in apply order,

@@ -1,0 +1,305 @@
+// Command generate writes what is derived from the rules' declarations and the operator catalog,
+// as controller-gen writes RBAC from markers:
+//
+//   - the rules of ClusterRole operator-sweeper, in manifests/base/rbac.yaml and the chart's
+//     templates/rbac.yaml: what the rules the shipped config enables need to act;
+//   - the finalizers the admission policy never lets the sweeper remove (the catalog's guards), in
+//     manifests/base/admission.yaml and the chart's templates/admission.yaml;
+//   - docs/catalog.md, the catalog as a page.
+//
+// Each generated part of a file sits between a "# BEGIN generated …" and a "# END generated …"
+// line; the rest of the file is written by hand. `make generate` runs it; a test fails when the
+// files on disk are not what it would write.
+//
+//	go run ./hack/generate [-root DIR]
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
+)
+
+func main() {
+	root := flag.String("root", ".", "the repository's root")
+	flag.Parse()
+	files, err := generate(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(*root, f.path), f.content, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "generate:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// file is a file as generate would write it.
+type file struct {
+	path    string
+	content []byte
+}
+
+// generate returns every generated file, with its content as it should be.
+func generate(root string) ([]file, error) {
+	operators, err := rules.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	clusterRole, err := clusterRoleRules(filepath.Join(root, "manifests/base/config.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	guarded := guardedFinalizers(operators)
+	var files []file
+	for _, part := range []struct{ path, name, content string }{
+		{"manifests/base/rbac.yaml", "rules", clusterRole},
+		{"charts/operator-sweeper/templates/rbac.yaml", "rules", clusterRole},
+		{"manifests/base/admission.yaml", "guarded finalizers", guarded},
+		{"charts/operator-sweeper/templates/admission.yaml", "guarded finalizers", guarded},
+	} {
+		data, err := os.ReadFile(filepath.Join(root, part.path))
+		if err != nil {
+			return nil, err
+		}
+		content, err := replaceRegion(data, part.name, part.content)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", part.path, err)
+		}
+		files = append(files, file{part.path, content})
+	}
+	return append(files, file{"docs/catalog.md", catalogPage(operators)}), nil
+}
+
+// replaceRegion replaces the lines between "# BEGIN generated <name>" and "# END generated
+// <name>" with content, keeping the marker lines.
+func replaceRegion(data []byte, name, content string) ([]byte, error) {
+	begin, end := "# BEGIN generated "+name, "# END generated "+name
+	i := bytes.Index(data, []byte(begin))
+	j := bytes.Index(data, []byte(end))
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no region %q … %q", begin, end)
+	}
+	i += bytes.IndexByte(data[i:], '\n') + 1
+	var out bytes.Buffer
+	out.Write(data[:i])
+	out.WriteString(content)
+	out.Write(data[j:])
+	return out.Bytes(), nil
+}
+
+// clusterRoleRules are the rules of ClusterRole operator-sweeper: what each rule the shipped
+// config enables needs to act in the CronJob's mode (--dry-run=none), rule by rule, and create
+// on the Events it records.
+func clusterRoleRules(configFile string) (string, error) {
+	opts, err := options.LoadConfigFile(configFile, options.Default())
+	if err != nil {
+		return "", err
+	}
+	opts.DryRun = report.DryRunNone
+	ruleSet, err := opts.RuleSet()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, rule := range ruleSet {
+		authorized, ok := rule.(rules.Authorized)
+		if !ok || len(authorized.PolicyRules()) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "# %s\n", rule.Name())
+		for _, p := range authorized.PolicyRules() {
+			fmt.Fprintf(&b, "- apiGroups: [%s]\n  resources: [%s]\n  verbs: [%s]\n", yamlList(p.APIGroups), yamlList(p.Resources), yamlList(p.Verbs))
+		}
+	}
+	b.WriteString("# The Event recorded on every object acted on.\n- apiGroups: [\"\"]\n  resources: [events]\n  verbs: [create]\n")
+	return b.String(), nil
+}
+
+// yamlList is a flow sequence of plain strings, quoting those YAML would not read as such.
+func yamlList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, item := range items {
+		quoted[i] = item
+		if item == "" || item == "*" {
+			quoted[i] = `"` + item + `"`
+		}
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// guardedFinalizers is the admission policy's variable "guarded": whether the update removes a
+// finalizer the catalog says guards something outside the cluster, from an object of a resource
+// its entry names. Globs become anchored regular expressions (path.Match's * and ? do not match
+// "/"); the resource is matched as the catalog names it, "<plural>.<group>" or "<plural>".
+func guardedFinalizers(operators []rules.CatalogOperator) string {
+	var terms []string
+	for _, op := range operators {
+		for _, owner := range op.Finalizers {
+			if owner.Consequence != rules.ConsequenceGuards {
+				continue
+			}
+			var resources []string
+			for _, glob := range owner.Resources {
+				resources = append(resources, globRegexp(glob))
+			}
+			terms = append(terms, fmt.Sprintf("(f.matches(r'^%s$') && variables.resourceName.matches(r'^(%s)$'))",
+				globRegexp(owner.Pattern), strings.Join(resources, "|")))
+		}
+	}
+	var b strings.Builder
+	b.WriteString("  # The finalizers the catalog (rules/catalog) says guard something outside the cluster, or data,\n")
+	b.WriteString("  # on the resources it names: never removed by the sweeper, whatever the RBAC or its config say.\n")
+	b.WriteString("  - name: guarded\n    expression: >-\n      variables.released.exists(f,\n")
+	for i, term := range terms {
+		sep := " ||"
+		if i == len(terms)-1 {
+			sep = ")"
+		}
+		fmt.Fprintf(&b, "        %s%s\n", term, sep)
+	}
+	if len(terms) == 0 {
+		b.WriteString("        false)\n")
+	}
+	return b.String()
+}
+
+// globRegexp is the regular expression of a path.Match glob (the catalog's are validated).
+func globRegexp(glob string) string {
+	var b strings.Builder
+	for i := 0; i < len(glob); i++ {
+		switch c := glob[i]; c {
+		case '*':
+			b.WriteString(`[^/]*`)
+		case '?':
+			b.WriteString(`[^/]`)
+		case '\\':
+			if i+1 < len(glob) {
+				i++
+				b.WriteString(regexp.QuoteMeta(glob[i : i+1]))
+			}
+		case '[':
+			j := strings.IndexByte(glob[i:], ']')
+			class := glob[i : i+j+1]
+			b.WriteString(strings.Replace(class, "[^", "[^/", 1))
+			i += j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	return b.String()
+}
+
+// catalogPage is docs/catalog.md: every operator of the catalog, by category, and what each of its
+// finalizers stands for.
+func catalogPage(operators []rules.CatalogOperator) []byte {
+	var b strings.Builder
+	count := map[rules.Consequence]int{}
+	entries := 0
+	for _, op := range operators {
+		for _, owner := range op.Finalizers {
+			count[owner.Consequence]++
+			entries++
+		}
+	}
+	fmt.Fprintf(&b, `# The operator catalog
+
+<!-- Generated by make generate from rules/catalog/*.yaml: edit those, not this page. -->
+
+What operator-sweeper knows of %d operators: the finalizers each adds, the kinds they are on, the
+workloads and Leases that serve them, and what each stands for, checked against the upstream source
+named on its row. The catalog is compiled into the binary; `+"`orphaned-finalizers`"+` releases a finalizer
+only when its controller is proven gone **and** its consequence lets it go ([Rules](rules.md#how-orphaned-finalizers-decides)):
+
+- **local** (%d entries): the controller cleans up inside the cluster only; released once it is gone.
+- **cascades** (%d): the controller deletes what the object deployed; released once it is gone (what
+  was deployed stays), drained by `+"`preflight --drain`"+` only with `+"`--drain-protected`"+`.
+- **guards** (%d): it stands for something outside the cluster, or for data; never released, by any
+  path, and the admission policy refuses its removal too. The row says what to do first.
+
+A finalizer the catalog does not name has an unknown consequence: reported, never released. A
+config file entry classifies it ([Configuration](configuration.md#controller-mappings)).
+
+`, len(operators), count[rules.ConsequenceLocal], count[rules.ConsequenceCascades], count[rules.ConsequenceGuards])
+	for _, category := range rules.Categories {
+		var in []rules.CatalogOperator
+		for _, op := range operators {
+			if op.Category == category {
+				in = append(in, op)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s\n\n", category)
+		for _, op := range in {
+			fmt.Fprintf(&b, "### %s\n\n%s (%s)\n\n", op.Name, op.Description, op.Repository)
+			b.WriteString("| finalizer | on | consequence | stands for | served by | checked against |\n|---|---|---|---|---|---|\n")
+			for _, owner := range op.Finalizers {
+				standsFor := cell(owner.StandsFor)
+				if owner.Remedy != "" {
+					standsFor += "; **first**: " + cell(owner.Remedy)
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s %s: %s |\n", owner.Pattern, codeList(owner.Resources), consequence(owner.Consequence),
+					standsFor, servedBy(owner), owner.Source.Repository, owner.Source.Release, codeList(owner.Source.Files))
+			}
+			b.WriteString("\n")
+		}
+	}
+	out := strings.TrimRight(b.String(), "\n") + "\n"
+	return []byte(out)
+}
+
+func consequence(c rules.Consequence) string {
+	if c == rules.ConsequenceGuards {
+		return "**guards**"
+	}
+	return string(c)
+}
+
+// cell is text fit for a table cell: one line, pipes escaped.
+func cell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}
+
+func codeList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, item := range items {
+		quoted[i] = "`" + item + "`"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// servedBy names an entry's workloads and Leases.
+func servedBy(owner rules.FinalizerOwner) string {
+	var parts []string
+	for _, c := range owner.Controllers {
+		what := ""
+		switch {
+		case c.Name != "":
+			what = "`" + c.Name + "`"
+		case c.Selector != "":
+			what = "`" + c.Selector + "`"
+		default:
+			what = "image `" + c.Image + "`"
+		}
+		if c.Namespace != "" {
+			what += " in " + c.Namespace
+		}
+		parts = append(parts, c.Kind+" "+what)
+	}
+	for _, lease := range owner.Leases {
+		parts = append(parts, "Lease `"+lease+"`")
+	}
+	return strings.Join(parts, "; ")
+}
