@@ -76,33 +76,39 @@ func (r *Report) rowsOf(c chains) []row {
 	return rows
 }
 
-// causes are the rules of the findings at the ends of the chains below an object that call for
-// an action or warn: what it is stuck because of. A finding that only says a live controller
-// will finish, or that nobody knows, explains nothing.
+// causes are the rules of the findings that call for an action or warn, about the object itself
+// or at the ends of the chains below it: what it is stuck because of. A symptom explains nothing,
+// nor does a finding that only says a live controller will finish, or that nobody knows.
 func (c chains) causes(r *Report, uid types.UID, seen map[types.UID]bool) []string {
 	if seen[uid] {
 		return nil
 	}
 	seen[uid] = true
-	if len(c.blockers[uid]) == 0 {
-		var rulesOf []string
-		for _, i := range c.findings[uid] {
-			f := r.Findings[i]
-			if (f.Action != nil || f.Severity == rules.SeverityWarning) && f.Rule != rules.StuckTerminatingName && !slices.Contains(rulesOf, f.Rule) {
-				rulesOf = append(rulesOf, f.Rule)
-			}
-		}
-		return rulesOf
-	}
 	var out []string
+	add := func(cause string) {
+		if !slices.Contains(out, cause) {
+			out = append(out, cause)
+		}
+	}
+	for _, i := range c.findings[uid] {
+		if f := r.Findings[i]; (f.Action != nil || f.Severity == rules.SeverityWarning) && !f.Symptom {
+			add(f.Rule)
+		}
+	}
+	if len(c.blockers[uid]) > 0 && len(out) > 0 && !r.hasSymptom(uid, c) {
+		return out // an object with a cause of its own that is not stuck itself: the chain ends here
+	}
 	for _, b := range c.blockers[uid] {
 		for _, cause := range c.causes(r, b, seen) {
-			if !slices.Contains(out, cause) {
-				out = append(out, cause)
-			}
+			add(cause)
 		}
 	}
 	return out
+}
+
+// hasSymptom says whether an object's findings say it is stuck.
+func (r *Report) hasSymptom(uid types.UID, c chains) bool {
+	return slices.ContainsFunc(c.findings[uid], func(i int) bool { return r.Findings[i].Symptom })
 }
 
 // CountStuckNamespaces fills Summary.StuckNamespaces with the namespaces counted says to count.
@@ -129,9 +135,9 @@ func (r *Report) CountStuckNamespaces(counted func(namespace string) bool) {
 	}
 }
 
-// isStuckNamespace says whether f is stuck-terminating's about a Namespace.
+// isStuckNamespace says whether f says a Namespace is stuck.
 func isStuckNamespace(f FindingResult) bool {
-	return f.Rule == rules.StuckTerminatingName && f.Object.Kind == rules.Namespaces.Kind && f.Object.APIVersion == "v1"
+	return f.Symptom && f.Object.Kind == rules.Namespaces.Kind && f.Object.APIVersion == "v1"
 }
 
 // EveryNamespace counts every stuck namespace: a sweep that is not split.

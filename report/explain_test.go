@@ -32,14 +32,14 @@ const explainFinalizer = "widgets.example.com/finalizer"
 
 // The findings rules make of them, with their evidence as the rules word it.
 var (
-	stuckNamespace = rules.Finding{Rule: rules.StuckTerminatingName, Severity: rules.SeverityInfo, Object: explainNamespace,
+	stuckNamespace = rules.Finding{Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityInfo, Object: explainNamespace,
 		Reason:    "terminating for 1h, waiting on its 1 remaining objects (1 terminating)",
 		Evidence:  []string{"namespace condition NamespaceDeletionDiscoveryFailure: Discovery failed for some groups, 1 failing: …"},
 		BlockedBy: []rules.ObjectRef{explainAPIService, explainWidget}}
 	orphanedWidget = rules.Finding{Rule: rules.OrphanedFinalizersName, Severity: rules.SeverityWarning, Object: explainWidget,
 		Reason: "operator gone; releasing " + explainFinalizer, Action: rules.RemoveFinalizers{Finalizers: []string{explainFinalizer}},
 		Evidence: []string{explainFinalizer + `: controller mapping "*.example.com/finalizer"`, "no Deployment matches name widget-operator in namespace widgets"}}
-	stuckWidget = rules.Finding{Rule: rules.StuckTerminatingName, Severity: rules.SeverityInfo, Object: explainWidget,
+	stuckWidget = rules.Finding{Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityInfo, Object: explainWidget,
 		Reason: "terminating for 1h, waiting on " + explainFinalizer, Evidence: []string{"finalizers: " + explainFinalizer}}
 	deadAPIService = rules.Finding{Rule: rules.DeadAPIServicesName, Severity: rules.SeverityWarning, Object: explainAPIService,
 		Reason: "unavailable: Service widgets/widgets-api is gone, and so is whoever registered it", Action: rules.Delete{},
@@ -294,11 +294,11 @@ func TestPreflightHint(t *testing.T) {
 func TestPreflightHintOfRules(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	deleted := metav1.NewTime(now.Add(-time.Hour))
-	syslogs := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "syslogngconfigs"},
-		Kind: "SyslogNGConfig", Namespaced: true}
-	stuck := &rules.Object{Resource: &syslogs, Meta: rules.Meta{Namespace: "logging", Name: "s", UID: "s", ResourceVersion: "1",
+	loggings := rules.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"},
+		Kind: "Logging"}
+	stuck := &rules.Object{Resource: &loggings, Meta: rules.Meta{Name: "s", UID: "s", ResourceVersion: "1",
 		DeletionTimestamp: &deleted, Finalizers: []string{"syslogngconfig.logging.banzaicloud.io/finalizer"}}}
-	view := rules.NewView(now, []rules.Resource{syslogs, rules.Deployments, rules.StatefulSets, rules.DaemonSets, rules.Leases,
+	view := rules.NewView(now, []rules.Resource{loggings, rules.Deployments, rules.StatefulSets, rules.DaemonSets, rules.Leases,
 		rules.ClusterServiceVersions, rules.CustomResourceDefinitions}, rules.Coverage{}, []*rules.Object{stuck})
 	mappings, err := rules.NewFinalizerMappings(nil)
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestPreflightHintOfRules(t *testing.T) {
 	require.Len(t, findings, 1)
 	findings[0].Rule = rule.Name()
 
-	_, out := explained(explainReport(findings[0]), "s", "SyslogNGConfig logging/s")
+	_, out := explained(explainReport(findings[0]), "s", "Logging s")
 	assert.Contains(t, out, "\nprevent it next time: operator-sweeper preflight deployment/NAME -n NAMESPACE --drain (before uninstalling the operator; "+
 		"NAME: the Deployment that matches app.kubernetes.io/name=logging-operator, NAMESPACE: the Deployment's)\n")
 }

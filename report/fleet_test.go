@@ -24,7 +24,7 @@ func clusterReport(cluster string, start time.Time, names ...string) *report.Rep
 	r.Metadata.EndTime.Time = start.Add(time.Second)
 	for _, name := range names {
 		reporttest.Add(r, rules.Finding{
-			Rule: rules.StuckTerminatingName, Severity: rules.SeverityWarning, Reason: "terminating for 1h",
+			Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityWarning, Reason: "terminating for 1h",
 			Object: rules.ObjectRef{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap",
 				Namespace: "shop", Name: name, UID: types.UID(cluster + "-" + name)},
 		}, reporttest.Result{})

@@ -49,11 +49,11 @@ func crowded() *report.Report {
 		reporttest.Add(r, rules.Finding{Rule: rules.OrphanedFinalizersName, Severity: rules.SeverityWarning, Object: w,
 			Reason: "operator gone; releasing example.com/finalizer", Action: rules.RemoveFinalizers{Finalizers: []string{"example.com/finalizer"}},
 			Evidence: []string{"deletionTimestamp …", "example.com/finalizer: controller mapping"}}, result)
-		reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Severity: rules.SeverityInfo, Object: w,
+		reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityInfo, Object: w,
 			Reason: "terminating for " + ages[i%len(ages)] + ", waiting on example.com/finalizer", Evidence: []string{"finalizers: example.com/finalizer"}}, reporttest.Result{})
 	}
 	gone := rules.ObjectRef{Resource: rules.Namespaces.GroupVersionResource, Kind: "Namespace", Name: "gone", UID: "ns-gone"}
-	reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Severity: rules.SeverityInfo, Object: gone,
+	reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityInfo, Object: gone,
 		Reason: "terminating for 3h, waiting on its 300 remaining objects (300 terminating)", BlockedBy: held}, reporttest.Result{})
 	r.CountStuckNamespaces(report.EveryNamespace)
 	return r
@@ -132,7 +132,7 @@ func TestGroupsSpanNamespaces(t *testing.T) {
 	for i, ns := range []string{"a", "a", "b", "c", "c"} {
 		w := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget",
 			Namespace: ns, Name: fmt.Sprintf("w-%d", i), UID: k8stypes.UID(fmt.Sprint(i))}
-		reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Severity: rules.SeverityInfo, Object: w, Reason: "terminating for 1h, waiting on f"}, reporttest.Result{})
+		reporttest.Add(r, rules.Finding{Rule: rules.StuckTerminatingName, Symptom: true, Severity: rules.SeverityInfo, Object: w, Reason: "terminating for 1h, waiting on f"}, reporttest.Result{})
 	}
 	var out bytes.Buffer
 	require.NoError(t, r.Print(&out, report.Table))

@@ -185,8 +185,11 @@ type FindingResult struct {
 	Object   ObjectSummary  `json:"object"`
 	Reason   string         `json:"reason"`
 	Evidence []string       `json:"evidence"`
-	Action   *ActionSummary `json:"action,omitempty"`
-	Outcome  Outcome        `json:"outcome,omitempty"`
+	// Symptom says the finding reports that its object is stuck, not why: what blocks it, and its
+	// other findings, explain it.
+	Symptom bool           `json:"symptom,omitempty"`
+	Action  *ActionSummary `json:"action,omitempty"`
+	Outcome Outcome        `json:"outcome,omitempty"`
 	// SkipReason says, as a word, why a skipped action was skipped (limit, opt-in, …).
 	SkipReason Reason `json:"skipReason,omitempty"`
 	// FailReason says, as a word, why a failed action failed (api-error, conflict, …).

@@ -53,7 +53,7 @@ func TestReportJSONShape(t *testing.T) {
 	var findings []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc["findings"], &findings))
 	require.Len(t, findings, 5)
-	assert.Equal(t, []string{"evidence", "object", "reason", "rule", "severity"}, keys(t, findings[0]), "a report-only finding has no action")
+	assert.Equal(t, []string{"evidence", "object", "reason", "rule", "severity", "symptom"}, keys(t, findings[0]), "a report-only finding has no action; this one says its object is stuck")
 	assert.Equal(t, []string{"action", "error", "evidence", "object", "outcome", "reason", "rule", "severity", "skipReason"}, keys(t, findings[2]))
 	assert.Equal(t, []string{"action", "error", "evidence", "failReason", "object", "outcome", "reason", "rule", "severity"}, keys(t, findings[3]))
 	assert.Equal(t, []string{"action", "evidence", "object", "outcome", "reason", "rule", "severity"}, keys(t, findings[1]), "an applied action has no reason")

@@ -54,6 +54,15 @@ type plannedFinding struct {
 	order int
 	// resource is the rank of the object's resource by name, which the findings are sorted by.
 	resource int
+	// blockers are the findings whose object refuses this finding's write (see
+	// rules.Finding.Refuses): the action waits for theirs.
+	blockers []blocker
+}
+
+// blocker is a finding whose object refuses another's write while it stands, and how.
+type blocker struct {
+	object  rules.ObjectRef
+	refusal rules.Refusal
 }
 
 // Run sweeps once and returns the report. Problems are recorded in the report, never returned.
@@ -204,6 +213,9 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, r *report.Report) [
 			planned = append(planned, plannedFinding{Finding: &findings[j], rule: e.Rules[i], order: i})
 		}
 	}
+	// Before a shard keeps its own: the webhook that refuses a write may be another shard's to
+	// delete, and the write then waits for the next run.
+	blockWrites(view, planned)
 	if shard := e.Config.Shard; shard.sharded() {
 		planned = e.keepOwn(planned, shard, r)
 	}
@@ -215,6 +227,40 @@ func (e *Engine) plan(ctx context.Context, view *rules.View, r *report.Report) [
 		return cmp.Or(cmp.Compare(a.Object.Namespace, b.Object.Namespace), cmp.Compare(a.Object.Name, b.Object.Name))
 	})
 	return planned
+}
+
+// blockWrites links each action to the findings whose objects would refuse its write (an
+// admission webhook with a dead backend and failurePolicy Fail): it is taken only once their own
+// actions (the configuration's deletion) are done in the same run, and is skipped, naming them,
+// otherwise: a write is never sent to be refused.
+func blockWrites(view *rules.View, planned []plannedFinding) {
+	var refusing []plannedFinding
+	for _, f := range planned {
+		if len(f.Refuses) > 0 {
+			refusing = append(refusing, f)
+		}
+	}
+	if len(refusing) == 0 {
+		return
+	}
+	for i := range planned {
+		f := &planned[i]
+		if f.Action == nil {
+			continue
+		}
+		operation := rules.AdmissionOperation(f.Action)
+		for _, b := range refusing {
+			if b.Object.UID == f.Object.UID {
+				continue
+			}
+			for _, refusal := range b.Refuses {
+				if refusal.Refuses(view, operation, f.Object) {
+					f.blockers = append(f.blockers, blocker{b.Object, refusal})
+					break
+				}
+			}
+		}
+	}
 }
 
 // rankResources ranks the resources of the findings by their names ("resource.group"), once: a
@@ -293,7 +339,8 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		applier.Keeper = e.keeper(r.Metadata)
 	}
 	protected := patterns(e.Config.ProtectedNamespaces)
-	done := map[types.UID]bool{} // objects acted on successfully in this run
+	done := map[types.UID]bool{}   // objects acted on successfully in this run
+	dryRun := map[types.UID]bool{} // of those, the ones whose write a server-side dry run did not persist
 	taken, interrupted := 0, 0
 	r.Findings = slices.Grow(r.Findings, len(planned))
 	limited := Skipped(report.ReasonLimit, "--max-actions=%d reached", e.Config.MaxActions) // the same for thousands
@@ -301,6 +348,9 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		res, take := e.limit(protected, f, done)
 		if take {
 			res, take = e.vet(view, start, *f.Finding)
+		}
+		if take && e.Config.DryRun == report.DryRunServer {
+			res, take = notPersisted(f, dryRun)
 		}
 		if take && e.Config.MaxActions > 0 && taken >= e.Config.MaxActions {
 			res, take = limited, false
@@ -321,6 +371,7 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 		switch res.Outcome {
 		case report.OutcomePlanned, report.OutcomeDryRun, report.OutcomeApplied:
 			done[f.Object.UID] = true
+			dryRun[f.Object.UID] = res.Outcome == report.OutcomeDryRun
 		}
 		fr := NewFindingResult(*f.Finding, res)
 		if applier.Keeper != nil && fr.Before != nil && fr.Before.Kept != "" {
@@ -417,6 +468,27 @@ func (e *Engine) limit(protected patterns, f plannedFinding, done map[types.UID]
 	}
 	if dependency := pending(f.DependsOn, done); dependency != nil {
 		return Skipped(report.ReasonDependency, "%s was not acted on first", dependency), false
+	}
+	for _, b := range f.blockers {
+		if !done[b.object.UID] {
+			res := Skipped(report.ReasonDependency, "%s would refuse the write: its %s, and it was not deleted first", b.object, b.refusal)
+			res.BlockedBy = []rules.ObjectRef{b.object} // what keeps the object stuck now, for the report's chains
+			return res, false
+		}
+	}
+	return Result{}, true
+}
+
+// notPersisted says, in a server-side dry run, that an action whose blocker was deleted in dry
+// run only is not sent: the blocker still stands, and would refuse it. It is reported as the dry
+// run's, as it would be done.
+func notPersisted(f plannedFinding, dryRun map[types.UID]bool) (Result, bool) {
+	for _, b := range f.blockers {
+		if dryRun[b.object.UID] {
+			res := Result{Outcome: report.OutcomeDryRun}
+			res.Evidence = []string{fmt.Sprintf("not sent: %s refuses it until it is deleted, which this server-side dry run did not persist", b.object)}
+			return res, false
+		}
 	}
 	return Result{}, true
 }

@@ -60,6 +60,7 @@ func NewFindingResult(f rules.Finding, res Result) report.FindingResult {
 		Object:   report.ObjectOf(f.Object),
 		Reason:   f.Reason,
 		Evidence: f.Evidence,
+		Symptom:  f.Symptom,
 	}
 	for _, ref := range append(slices.Clone(f.BlockedBy), res.BlockedBy...) {
 		fr.BlockedBy = append(fr.BlockedBy, report.ObjectOf(ref))

@@ -41,7 +41,7 @@ func New(start time.Time) *report.Report {
 
 // Add adds a rule's finding to r, with what became of its action.
 func Add(r *report.Report, f rules.Finding, res Result) {
-	fr := report.FindingResult{Rule: f.Rule, Severity: f.Severity, Object: report.ObjectOf(f.Object), Reason: f.Reason, Evidence: slices.Clone(f.Evidence)}
+	fr := report.FindingResult{Rule: f.Rule, Severity: f.Severity, Object: report.ObjectOf(f.Object), Reason: f.Reason, Evidence: slices.Clone(f.Evidence), Symptom: f.Symptom}
 	if fr.Evidence == nil {
 		fr.Evidence = []string{}
 	}
@@ -79,7 +79,7 @@ func Sample() *report.Report {
 	cm := rules.ObjectRef{Resource: rules.ConfigMaps.GroupVersionResource, Kind: "ConfigMap", Namespace: "shop", Name: "a|b", UID: "u1"}
 	logging := rules.ObjectRef{Resource: schema.GroupVersionResource{Group: "logging.banzaicloud.io", Version: "v1beta1", Resource: "loggings"}, Kind: "Logging", Name: "all", UID: "u2"}
 	grace := int64(0)
-	Add(r, rules.Finding{Rule: "stuck-terminating", Severity: rules.SeverityInfo, Object: cm, Reason: "terminating for 1h", Evidence: []string{"finalizers: x"}}, Result{})
+	Add(r, rules.Finding{Rule: "stuck-terminating", Symptom: true, Severity: rules.SeverityInfo, Object: cm, Reason: "terminating for 1h", Evidence: []string{"finalizers: x"}}, Result{})
 	Add(r, rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: logging, Reason: "operator gone",
 		Action: rules.RemoveFinalizers{Finalizers: []string{"x"}}}, Result{Outcome: report.OutcomeApplied})
 	Add(r, rules.Finding{Rule: "orphans", Severity: rules.SeverityWarning, Object: cm, Reason: "pod lost",
@@ -109,7 +109,8 @@ func Chained() *report.Report {
 	waiting := cr
 	waiting.Namespace, waiting.UID = "waiting", "cr-waiting"
 	add := func(rule string, severity rules.Severity, action rules.Action, obj rules.ObjectRef, reason string, blockedBy ...rules.ObjectRef) {
-		Add(r, rules.Finding{Rule: rule, Severity: severity, Action: action, Object: obj, Reason: reason, BlockedBy: blockedBy}, Result{Outcome: report.OutcomePlanned})
+		Add(r, rules.Finding{Rule: rule, Severity: severity, Action: action, Object: obj, Reason: reason, BlockedBy: blockedBy,
+			Symptom: rule == rules.StuckTerminatingName}, Result{Outcome: report.OutcomePlanned})
 	}
 	info, warning := rules.SeverityInfo, rules.SeverityWarning
 	add("orphaned-finalizers", warning, rules.RemoveFinalizers{Finalizers: []string{"x"}}, cr, "operator gone")
