@@ -10,9 +10,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// CRDs returns the CRDs every test cluster has: OLM v0's real CRDs, and logging-operator's
-// Logging (cluster-scoped), SyslogNGConfig and FluentdConfig (namespaced) as minimal CRDs with
-// the real group and kinds.
+// CRDs returns the CRDs every test cluster has: OLM v0's real CRDs, and as minimal CRDs with the
+// real group and kinds logging-operator's Logging (cluster-scoped), SyslogNGConfig and
+// FluentdConfig (namespaced), victoria-metrics-operator's VMAgent and VMServiceScrape, and
+// Karpenter's NodeClaim.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds := []*apiextensionsv1.CustomResourceDefinition{
 		olmcrds.CatalogSource(),
@@ -26,6 +27,9 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		MinimalCRD("logging.banzaicloud.io", "v1beta1", "Logging", apiextensionsv1.ClusterScoped),
 		MinimalCRD("logging.banzaicloud.io", "v1beta1", "SyslogNGConfig", apiextensionsv1.NamespaceScoped),
 		MinimalCRD("logging.banzaicloud.io", "v1beta1", "FluentdConfig", apiextensionsv1.NamespaceScoped),
+		MinimalCRD("operator.victoriametrics.com", "v1beta1", "VMAgent", apiextensionsv1.NamespaceScoped),
+		MinimalCRD("operator.victoriametrics.com", "v1beta1", "VMServiceScrape", apiextensionsv1.NamespaceScoped),
+		MinimalCRD("karpenter.sh", "v1", "NodeClaim", apiextensionsv1.ClusterScoped),
 	}
 	for _, crd := range crds {
 		if crd == nil || crd.Name == "" {

@@ -7,8 +7,8 @@ import (
 )
 
 // DemoNamespaces are where SeedDemo puts each field case.
-var DemoNamespaces = struct{ F1, F2, F3, F4, F5, Unknown string }{
-	F1: "operators", F2: "team-a", F3: "team-b", F4: "logging", F5: "olm", Unknown: "shop",
+var DemoNamespaces = struct{ F1, F2, F3, F4, F5, VictoriaMetrics, Unknown string }{
+	F1: "operators", F2: "team-a", F3: "team-b", F4: "logging", F5: "olm", VictoriaMetrics: "monitoring", Unknown: "shop",
 }
 
 // unknownOwner is an object whose finalizer no known operator owns.
@@ -17,6 +17,17 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: checkout-settings, namespace: NAMESPACE, finalizers: [shop.example.com/archive]}
 data: {currency: EUR}
+`
+
+// KarpenterNodeClaim is a NodeClaim Karpenter launched an EC2 instance for, left Terminating on
+// its finalizer by `helm uninstall` of Karpenter: the instance keeps running until someone
+// terminates it.
+const KarpenterNodeClaim = `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-x7k2p, finalizers: [karpenter.sh/termination], labels: {karpenter.sh/nodepool: default}}
+spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+status: {providerID: "aws:///eu-west-1a/i-0123456789abcdef0", nodeName: ip-10-0-12-34.eu-west-1.compute.internal}
 `
 
 // PackageServerAPIService is the APIService OLM registers for its packageserver, as an uninstall
@@ -37,11 +48,14 @@ spec:
 `
 
 // SeedDemo seeds every field case, with OLM and logging-operator uninstalled, OLM's packageserver
-// APIService left behind, and an object whose finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of one
-// second, which SeedDemo waits out (AgeDebris), so that the demo can run with --catalog-pod-slack=0s.
+// APIService left behind; victoria-metrics-k8s-stack uninstalled, its objects holding their
+// namespace behind its dead webhook; a Karpenter NodeClaim whose instance still runs; and an object
+// whose finalizer nobody is known to own. CatalogSource pods are deleted with a grace period of
+// one second, which SeedDemo waits out (AgeDebris), so that the demo can run with
+// --catalog-pod-slack=0s.
 func SeedDemo(ctx context.Context, c *Cluster) error {
 	ns := DemoNamespaces
-	for _, name := range []string{ns.F1, ns.F2, ns.F3, ns.F4, ns.F5, ns.Unknown} {
+	for _, name := range []string{ns.F1, ns.F2, ns.F3, ns.F4, ns.F5, ns.VictoriaMetrics, ns.Unknown} {
 		if err := c.CreateNamespace(ctx, name); err != nil {
 			return err
 		}
@@ -57,6 +71,12 @@ func SeedDemo(ctx context.Context, c *Cluster) error {
 		if _, err := seed(); err != nil {
 			return fmt.Errorf("seed field case F%d: %w", i+1, err)
 		}
+	}
+	if _, err := c.SeedVictoriaMetrics(ctx, ns.VictoriaMetrics); err != nil {
+		return fmt.Errorf("seed victoria-metrics-k8s-stack's debris: %w", err)
+	}
+	if _, err := c.Terminate(ctx, KarpenterNodeClaim); err != nil {
+		return fmt.Errorf("seed a Karpenter NodeClaim: %w", err)
 	}
 	if _, err := c.Terminate(ctx, Fill(unknownOwner, ns.Unknown)); err != nil {
 		return fmt.Errorf("seed an object of unknown owner: %w", err)

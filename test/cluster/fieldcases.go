@@ -247,8 +247,10 @@ spec:
     spec: {containers: [{name: logging-operator, image: ghcr.io/kube-logging/logging-operator:5.0.0}]}
 `
 
-// F4Debris is what `helm uninstall` of logging-operator leaves behind. Upstream puts all three
-// finalizers on Logging; the configs carry theirs as the field reports describe.
+// F4Debris is what `helm uninstall` of logging-operator and of the chart holding a site's logging
+// configuration leaves (kube-logging/logging-operator#1859): the Logging, stuck on the finalizers
+// logging-operator puts on Loggings only (controllers/logging/logging_controller.go), the
+// FluentdConfig and SyslogNGConfig they waited for deleted with the chart.
 const F4Debris = `
 apiVersion: logging.banzaicloud.io/v1beta1
 kind: Logging
@@ -259,21 +261,58 @@ metadata:
   - syslogngconfig.logging.banzaicloud.io/finalizer
   - telemetrycontroller.logging.banzaicloud.io/finalizer
 spec: {controlNamespace: NAMESPACE}
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: SyslogNGConfig
-metadata: {name: syslog-ng, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
----
-apiVersion: logging.banzaicloud.io/v1beta1
-kind: FluentdConfig
-metadata: {name: fluentd, namespace: NAMESPACE, finalizers: [fluentdconfig.logging.banzaicloud.io/finalizer]}
 `
 
-// SeedF4 leaves logging-operator's objects Terminating on its finalizers, and their namespace
-// with them; whether logging-operator is there is up to the caller.
+// SeedF4 leaves logging-operator's Logging Terminating on its finalizers; whether logging-operator
+// is there is up to the caller.
 func (c *Cluster) SeedF4(ctx context.Context, namespace string) (Seeded, error) {
 	var s Seeded
-	if err := s.add(c.Terminate(ctx, Fill(F4Debris, namespace))); err != nil {
+	return s, s.add(c.Terminate(ctx, Fill(F4Debris, namespace)))
+}
+
+// VictoriaMetricsDebris is what `helm uninstall` of victoria-metrics-k8s-stack leaves when Helm
+// deletes the operator first (VictoriaMetrics/helm-charts#2726): its objects stuck on
+// apps.victoriametrics.com/finalizer in their namespace, and the operator's validating webhook,
+// whose Service is gone and which fails closed on every update of them, the release of their
+// finalizers included.
+const VictoriaMetricsDebris = `
+apiVersion: operator.victoriametrics.com/v1beta1
+kind: VMAgent
+metadata: {name: vm-stack, namespace: NAMESPACE, finalizers: [apps.victoriametrics.com/finalizer]}
+---
+apiVersion: operator.victoriametrics.com/v1beta1
+kind: VMServiceScrape
+metadata: {name: vm-stack-kubelet, namespace: NAMESPACE, finalizers: [apps.victoriametrics.com/finalizer]}
+`
+
+// VictoriaMetricsWebhook is the victoria-metrics-operator chart's admission webhook
+// configuration, left by Helm with the release's metadata; it matches the namespace only.
+const VictoriaMetricsWebhook = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: NAMESPACE-victoria-metrics-operator-admission
+  labels: {app.kubernetes.io/managed-by: Helm, app.kubernetes.io/name: victoria-metrics-operator}
+  annotations: {meta.helm.sh/release-name: vm-stack, meta.helm.sh/release-namespace: NAMESPACE}
+webhooks:
+- name: vmagents.operator.victoriametrics.com
+  clientConfig: {service: {namespace: NAMESPACE, name: vm-stack-victoria-metrics-operator, path: /validate-operator-victoriametrics-com-v1beta1-vmagent}}
+  rules: [{apiGroups: [operator.victoriametrics.com], apiVersions: [v1beta1], operations: [CREATE, UPDATE], resources: [vmagents, vmservicescrapes]}]
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: NAMESPACE}}
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`
+
+// SeedVictoriaMetrics leaves VictoriaMetrics' objects Terminating in namespace, then the
+// operator's dead webhook, and deletes the namespace: it stays Terminating until they are
+// released, and the webhook refuses their release.
+func (c *Cluster) SeedVictoriaMetrics(ctx context.Context, namespace string) (Seeded, error) {
+	var s Seeded
+	if err := s.add(c.Terminate(ctx, Fill(VictoriaMetricsDebris, namespace))); err != nil {
+		return s, err
+	}
+	if err := s.add(c.Create(ctx, Fill(VictoriaMetricsWebhook, namespace))); err != nil {
 		return s, err
 	}
 	return s, c.Kube.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})

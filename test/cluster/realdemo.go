@@ -29,7 +29,7 @@ var (
 // returns once the catalog pod is past its grace period, about a minute after it started.
 func SeedReal(ctx context.Context, c *Cluster, say func(string)) error {
 	ns := DemoNamespaces
-	for _, name := range []string{ns.F1, ns.F2, ns.F4, RealDemoCatalogs} {
+	for _, name := range []string{ns.F1, ns.F2, ns.F4, ns.VictoriaMetrics, RealDemoCatalogs} {
 		if err := c.EnsureNamespace(ctx, name); err != nil {
 			return err
 		}
@@ -77,8 +77,12 @@ func SeedReal(ctx context.Context, c *Cluster, say func(string)) error {
 	if err := c.Dynamic.Resource(csvs).Namespace(ns.F1).Delete(ctx, DemoCSV, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("delete CSV %s/%s: %w", ns.F1, DemoCSV, err)
 	}
-	say("F4: helm uninstall of logging-operator, then kubectl delete namespace " + ns.F4)
+	say("F4: helm uninstall of logging-operator and of the site's logging chart")
 	if _, err := c.SeedF4(ctx, ns.F4); err != nil {
+		return err
+	}
+	say("helm uninstall of victoria-metrics-k8s-stack, then kubectl delete namespace " + ns.VictoriaMetrics)
+	if _, err := c.SeedVictoriaMetrics(ctx, ns.VictoriaMetrics); err != nil {
 		return err
 	}
 	say(fmt.Sprintf("F5: waiting for the taint manager to evict the catalog pod from %s, and its grace period to end", RealDemoLost))
@@ -86,9 +90,10 @@ func SeedReal(ctx context.Context, c *Cluster, say func(string)) error {
 	if err != nil {
 		return err
 	}
-	// The namespace controller has had time to say what keeps F4's namespace; give it a little more.
+	// The namespace controller has had time to say what keeps VictoriaMetrics' namespace; give it a
+	// little more.
 	return wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns.F4, metav1.GetOptions{})
+		namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns.VictoriaMetrics, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

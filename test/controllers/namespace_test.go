@@ -19,16 +19,23 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
 
-// TestStuckNamespace: `helm uninstall` of logging-operator, then the deletion of its namespace
-// (F4). The real namespace controller deletes what it can and says, in the namespace's
-// conditions, which finalizers hold the rest; the report quotes it. The sweeper releases the
-// finalizers of the uninstalled operator, and the namespace controller finishes.
+// TestStuckNamespace: `helm uninstall` of victoria-metrics-k8s-stack deleted the operator first,
+// then the namespace (VictoriaMetrics/helm-charts#2726). The real namespace controller deletes
+// what it can and says, in the namespace's conditions, which finalizers hold the rest; the report
+// quotes it. The operator's validating webhook, left behind with its Service gone, refuses every
+// release of those finalizers: without the dead-webhooks opt-in the sweeper sends none (each
+// waits on the configuration, named), and the run succeeds; opted in, it deletes the configuration
+// first, then releases the finalizers, and the namespace controller finishes.
 func TestStuckNamespace(t *testing.T) {
 	setUpOnce(t)
 	ctx := context.Background()
 	ns := testCluster.NewNamespace(t, "stuck")
-	seeded, err := testCluster.SeedF4(ctx, ns)
+	seeded, err := testCluster.SeedVictoriaMetrics(ctx, ns)
 	require.NoError(t, err)
+	webhook := seeded.Get("ValidatingWebhookConfiguration", ns+"-victoria-metrics-operator-admission")
+	require.NotNil(t, webhook)
+	t.Cleanup(func() { _, _ = testCluster.Delete(ctx, webhook) })
+	stuckObjects := slices.DeleteFunc(slices.Clone(seeded.Objects), func(obj *unstructured.Unstructured) bool { return obj == webhook })
 	testCluster.Eventually(t, time.Minute, "the namespace controller reports the finalizers it waits for", func() bool {
 		namespace, err := testCluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -40,24 +47,37 @@ func TestStuckNamespace(t *testing.T) {
 	explained := explain(t, "namespace/"+ns)
 	assert.Contains(t, explained, "Namespace "+ns+"\n")
 	assert.Contains(t, explained, "\n  blocked by:\n    ")
-	assert.Contains(t, explained, "\n    SyslogNGConfig "+ns+"/syslog-ng\n")
-	assert.Contains(t, explained, "orphaned-finalizers (warning): operator gone; releasing syslogngconfig.logging.banzaicloud.io/finalizer")
-	assert.Contains(t, explained, "with --dry-run=none: RemoveFinalizers, would be applied")
+	assert.Contains(t, explained, "\n    VMAgent "+ns+"/vm-stack\n")
+	assert.Contains(t, explained, "orphaned-finalizers (warning): operator gone; releasing apps.victoriametrics.com/finalizer")
 
+	// Not opted in: nothing is sent to be refused.
 	rep := sweep(t)
-
-	var stuck *report.FindingResult
-	for i, f := range rep.Findings {
-		if f.Rule == "stuck-terminating" && f.Object.Kind == "Namespace" && f.Object.Name == ns {
-			stuck = &rep.Findings[i]
-		}
-	}
+	stuck := cluster.FindingAbout(rep, "stuck-terminating", namespaceObject(ns))
 	require.NotNil(t, stuck, "the namespace is reported")
 	assert.True(t, slices.ContainsFunc(stuck.Evidence, func(e string) bool {
 		return strings.HasPrefix(e, "namespace condition NamespaceFinalizersRemaining: ") &&
-			strings.Contains(e, "syslogngconfig.logging.banzaicloud.io/finalizer")
+			strings.Contains(e, "apps.victoriametrics.com/finalizer")
 	}), "the namespace controller's word: %v", stuck.Evidence)
-	for _, obj := range seeded.Objects {
+	for _, obj := range stuckObjects {
+		f := cluster.FindingAbout(rep, "orphaned-finalizers", obj)
+		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
+			assert.Equal(t, report.OutcomeSkipped, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)
+			assert.Equal(t, report.ReasonDependency, f.SkipReason)
+			assert.Contains(t, f.Error, "ValidatingWebhookConfiguration.admissionregistration.k8s.io "+webhook.GetName()+" would refuse the write")
+		}
+		assert.Equal(t, obj.GetFinalizers(), testCluster.Current(t, obj).GetFinalizers(), "%s %s keeps its finalizer", obj.GetKind(), obj.GetName())
+	}
+	dead := cluster.FindingAbout(rep, "dead-webhooks", webhook)
+	require.NotNil(t, dead, "the webhook configuration is reported")
+	assert.Equal(t, report.ReasonOptIn, dead.SkipReason)
+	assert.Contains(t, rep.Summary.StuckNamespaces, "dead-webhooks", "a root cause of the stuck namespace")
+
+	// Opted in: the configuration first, then the releases; the namespace controller finishes.
+	rep = sweepConfigured(t, &optIn{Rule: "dead-webhooks", Delete: true})
+	dead = cluster.FindingAbout(rep, "dead-webhooks", webhook)
+	require.NotNil(t, dead)
+	assert.Equal(t, report.OutcomeApplied, dead.Outcome, "%s %s", dead.Reason, dead.Error)
+	for _, obj := range stuckObjects {
 		f := cluster.FindingAbout(rep, "orphaned-finalizers", obj)
 		if assert.NotNil(t, f, "%s %s is reported", obj.GetKind(), obj.GetName()) {
 			assert.Equal(t, report.OutcomeApplied, f.Outcome, "%s %s: %s %s", obj.GetKind(), obj.GetName(), f.Reason, f.Error)

@@ -158,8 +158,6 @@ func TestDeployed(t *testing.T) {
 		"operator-leftovers ClusterServiceVersion e2e-f2/etcdoperator.v0.9.4":  report.OutcomeSkipped, // not opted in by the shipped config
 		"installplan-owners InstallPlan e2e-f3/install-abcde":                  report.OutcomeApplied,
 		"orphaned-finalizers Logging /e2e-f4":                                  report.OutcomeApplied,
-		"orphaned-finalizers SyslogNGConfig e2e-f4/syslog-ng":                  report.OutcomeApplied,
-		"orphaned-finalizers FluentdConfig e2e-f4/fluentd":                     report.OutcomeApplied,
 		"catalog-pods Pod e2e-f5/on-lost-node":                                 report.OutcomeApplied,
 		"catalog-pods Pod e2e-f5/on-missing-node":                              report.OutcomeApplied,
 	} {

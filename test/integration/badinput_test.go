@@ -142,7 +142,7 @@ func TestBadInput(t *testing.T) {
 		{"config bad rule toggle", config("toggle", "rules:\n  catalog-pods:\n    enabled: maybe\n"), nil, []string{"rules.catalog-pods.enabled"}},
 		{"config bad duration", config("duration", "min-age: 10 minutes\n"), nil, []string{"duration.yaml: min-age:", `unknown unit " minutes"`}},
 		{"config finalizers without controllers", config("finalizers", "finalizers:\n- pattern: '*.acme.io/finalizer'\n"), nil,
-			[]string{"finalizers[0] (*.acme.io/finalizer) has no controllers"}},
+			[]string{"finalizers[0] (*.acme.io/finalizer) has neither controllers nor a consequence"}},
 		{"config empty protected-namespaces", config("protected", "protected-namespaces: []\n"), nil, []string{"--protected-namespaces is empty"}},
 		{"config notify-format", config("notify", "notify-url: https://hooks.example.com/XXXX\nnotify-format: teams\n"), nil, []string{`--notify-format "teams" is invalid`}},
 		{"config directory", []string{"--config", dir}, nil, []string{"--config " + dir + " is a directory"}},

@@ -147,7 +147,7 @@ func TestWebhooksThatBlockWrites(t *testing.T) {
 	ctx := context.Background()
 	ns := testCluster.NewNamespace(t)
 	// Seeded first, so that the webhooks are gone before it is cleaned up.
-	debris := seeded(t)(testCluster.SeedF4(ctx, ns)).Objects
+	debris := terminate(t, ns, loggingConfigDebris)
 	server := denyingWebhook(t, "finalizers are ours")
 	caBundle := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}))
 	deny := create(t, ns, fmt.Sprintf(`

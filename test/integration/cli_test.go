@@ -130,7 +130,8 @@ func TestBinaryExplain(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
 	terminate(t, ns, stuckPair)
 
-	stdout, stderr, code := runBinary(t, "explain", "syslogngconfig.logging.banzaicloud.io/stuck", "-n", ns, "--min-terminating-age=0s")
+	stdout, stderr, code := runBinary(t, "explain", "syslogngconfig.logging.banzaicloud.io/stuck", "-n", ns, "--min-terminating-age=0s",
+		"--config", loggingConfigsFile(t, ""))
 	require.Equal(t, 0, code, stderr)
 	assert.True(t, strings.HasPrefix(stdout, "SyslogNGConfig "+ns+"/stuck\n"), stdout)
 	assert.Contains(t, stdout, "  orphaned-finalizers (warning): operator gone; releasing syslogngconfig.logging.banzaicloud.io/finalizer\n")

@@ -100,6 +100,7 @@ func explainMapping(t *testing.T, namespace string) string {
 finalizers:
 - pattern: "explain.test.operator-sweeper.io/*"
   controllers: [{kind: Deployment, namespace: NAMESPACE, name: widget-operator}]
+  consequence: local
 `, namespace, "")), 0o600))
 	return file
 }

@@ -37,7 +37,7 @@ func TestBinaryHTMLReport(t *testing.T) {
 	ctx := context.Background()
 	nsF1, nsF4 := testCluster.NewNamespace(t, "f1"), testCluster.NewNamespace(t, "f4")
 	seeded(t)(testCluster.SeedF1(ctx, nsF1))
-	seeded(t)(testCluster.SeedF4(ctx, nsF4))
+	terminate(t, nsF4, loggingConfigDebris)
 	dir := t.TempDir()
 	page, reportFile := filepath.Join(dir, "report.html"), filepath.Join(dir, "report.json")
 

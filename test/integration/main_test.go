@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -132,11 +134,53 @@ func remove(t testing.TB, objs []*unstructured.Unstructured) {
 	}
 }
 
-// testOptions are the defaults with the namespace filter set to namespace, if any.
+// loggingConfigs is a controller mapping of the tests' own, as a site configures one for an
+// operator of its own: logging-operator's syslog-ng and fluentd finalizers on SyslogNGConfigs and
+// FluentdConfigs, which the tests of the engine seed in namespaces of their own, served by
+// logging-operator's Deployment and cleaning up inside the cluster. Upstream puts those
+// finalizers on Loggings only (the catalog's entries); here they stand for any namespaced
+// object's finalizer whose operator the config file names.
+func loggingConfigs() rules.FinalizerOwner {
+	return rules.FinalizerOwner{
+		Pattern:     "*.logging.banzaicloud.io/finalizer",
+		Resources:   []string{"syslogngconfigs.logging.banzaicloud.io", "fluentdconfigs.logging.banzaicloud.io"},
+		Controllers: []rules.Controller{{Kind: "Deployment", Selector: "app.kubernetes.io/name=logging-operator"}},
+		Consequence: rules.ConsequenceLocal,
+	}
+}
+
+// loggingConfigsFile is a config file with loggingConfigs, and extra, for the binary.
+func loggingConfigsFile(t testing.TB, extra string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`finalizers:
+- pattern: "*.logging.banzaicloud.io/finalizer"
+  resources: [syslogngconfigs.logging.banzaicloud.io, fluentdconfigs.logging.banzaicloud.io]
+  controllers: [{kind: Deployment, selector: "app.kubernetes.io/name=logging-operator"}]
+  consequence: local
+`+extra), 0o600))
+	return file
+}
+
+// loggingConfigDebris are a SyslogNGConfig and a FluentdConfig Terminating on the finalizers
+// loggingConfigs maps.
+const loggingConfigDebris = `
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: SyslogNGConfig
+metadata: {name: syslog-ng, namespace: NAMESPACE, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: FluentdConfig
+metadata: {name: fluentd, namespace: NAMESPACE, finalizers: [fluentdconfig.logging.banzaicloud.io/finalizer]}
+`
+
+// testOptions are the defaults, with loggingConfigs and the namespace filter set to namespace,
+// if any.
 func testOptions(namespace string) options.Options {
 	opts := options.Default()
 	opts.Version = "test"
 	opts.Cluster = "envtest"
+	opts.Finalizers = []rules.FinalizerOwner{loggingConfigs()}
 	if namespace != "" {
 		opts.IncludeNamespaces = []string{namespace}
 	}

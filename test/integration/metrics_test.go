@@ -102,10 +102,11 @@ func labelString(labels map[string]string) string {
 func TestMetricsArePushed(t *testing.T) {
 	gw := startGateway(t, pushgateway.Options{})
 	ns := testCluster.NewNamespace(t)
-	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns))
+	debris := append(seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects, terminate(t, ns, loggingConfigDebris)...)
 	cluster := "metrics-" + ns
 	group := map[string]string{"job": "operator-sweeper", "cluster": cluster, "region": "eu", "instance": ""}
-	args := []string{"--pushgateway-url", gw.URL, "--cluster", cluster, "--push-grouping", "region=eu", "--min-terminating-age=0s"}
+	args := []string{"--pushgateway-url", gw.URL, "--cluster", cluster, "--push-grouping", "region=eu", "--min-terminating-age=0s",
+		"--config", loggingConfigsFile(t, "")}
 
 	first, stderr, code := runReport(t, args...)
 	require.Equal(t, 0, code, stderr)
@@ -114,7 +115,7 @@ func TestMetricsArePushed(t *testing.T) {
 	assert.Equal(t, wantFindings, pushgateway.Series(families, "operator_sweeper_findings", group))
 	assert.Equal(t, wantActions, pushgateway.Series(families, "operator_sweeper_actions", group))
 	assert.GreaterOrEqual(t, wantActions[labelString(map[string]string{"job": "operator-sweeper", "cluster": cluster, "region": "eu", "instance": "",
-		"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": "planned", "reason": ""})], 3.0, "F4's three releases are planned")
+		"rule": "orphaned-finalizers", "action": "RemoveFinalizers", "outcome": "planned", "reason": ""})], 3.0, "the Logging's, SyslogNGConfig's and FluentdConfig's releases are planned")
 	assert.Equal(t, float64(first.Summary.Scanned), single(t, families, "operator_sweeper_objects_scanned", group))
 	assert.Equal(t, float64(first.Summary.Resources), single(t, families, "operator_sweeper_resources_scanned", group))
 	assert.Equal(t, 1.0, single(t, families, "operator_sweeper_info", map[string]string{"cluster": cluster, "version": "dev", "mode": "client"}))
@@ -125,7 +126,7 @@ func TestMetricsArePushed(t *testing.T) {
 	assert.Greater(t, single(t, families, "operator_sweeper_run_duration_seconds", group), 0.0)
 
 	// Fewer findings: F4's debris released. Nothing of the first run may linger.
-	remove(t, debris.Objects)
+	remove(t, debris)
 	second, stderr, code := runReport(t, args...)
 	require.Equal(t, 0, code, stderr)
 	families = scrape(t, gw)
@@ -139,7 +140,7 @@ func TestMetricsArePushed(t *testing.T) {
 	// time survives; every family the failed run pushes is replaced whole.
 	time.Sleep(1100 * time.Millisecond) // timestamps are in seconds
 	failing := testCluster.NewNamespace(t, "failing")
-	seeded(t)(testCluster.SeedF4(context.Background(), failing))
+	terminate(t, failing, loggingConfigDebris)
 	create(t, failing, brokenWebhook) // after the debris: it is removed first at cleanup
 	third, stderr, code := runReport(t, append(args, "--dry-run=none")...)
 	require.Equal(t, 1, code, "a failed action fails the run: %s", stderr)

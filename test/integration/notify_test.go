@@ -65,13 +65,14 @@ func TestNotify(t *testing.T) {
 	gw := startGateway(t, pushgateway.Options{})
 	ns := testCluster.NewNamespace(t)
 	seeded(t)(testCluster.SeedF4(context.Background(), ns))
+	terminate(t, ns, loggingConfigDebris)
 	cluster := "notify-" + ns
 
 	rep, stderr, code := runReport(t, "--config", orphansConfig(t, ns), "--include-namespaces", ns, "--rules=orphaned-finalizers", "--dry-run=none", "--min-terminating-age=0s",
 		"--min-age=0s", "--cluster", cluster, "--pushgateway-url", gw.URL, "--notify-url", rcv.URL+notifySecret)
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, rep.Errors)
-	require.GreaterOrEqual(t, rep.Summary.Applied, 3, "F4's three objects are released")
+	require.GreaterOrEqual(t, rep.Summary.Applied, 3, "the Logging, SyslogNGConfig and FluentdConfig are released")
 
 	got := rcv.received()
 	require.Len(t, got, 1, "one notification")
@@ -125,6 +126,7 @@ func TestNotifySlackFromURLFile(t *testing.T) {
 	rcv := startNotifyReceiver(t, http.StatusOK)
 	ns := testCluster.NewNamespace(t)
 	seeded(t)(testCluster.SeedF4(context.Background(), ns))
+	terminate(t, ns, loggingConfigDebris)
 	urlFile := filepath.Join(t.TempDir(), "url")
 	require.NoError(t, os.WriteFile(urlFile, []byte(rcv.URL+notifySecret+"\n"), 0o600))
 

@@ -91,9 +91,9 @@ func byKind(findings []report.FindingResult) map[string]report.FindingResult {
 	return out
 }
 
-// TestF4LoggingOperatorUninstalled: Logging and its configs keep logging-operator's finalizers
-// after `helm uninstall`, their namespace hangs Terminating. Released, gone, and a second run has
-// nothing left to do.
+// TestF4LoggingOperatorUninstalled: the Logging keeps logging-operator's finalizers after `helm
+// uninstall`. The catalog says what each stands for (a deletion order, and the telemetry
+// controller's routing): released, gone, and a second run has nothing left to do.
 func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	ns := testCluster.NewNamespace(t)
 	debris := seeded(t)(testCluster.SeedF4(context.Background(), ns)).Objects
@@ -111,11 +111,9 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 
 	rep = sweep(t, sweepOptions(), nil)
 	findings := byKind(ruleFindings(rep, "orphaned-finalizers", ns))
-	require.Len(t, findings, 3)
+	require.Len(t, findings, 1)
 	want := map[string][]string{
-		"Logging":        {fluentdFinalizer, syslogNGFinalizer, telemetryFinalizer},
-		"SyslogNGConfig": {syslogNGFinalizer},
-		"FluentdConfig":  {fluentdFinalizer},
+		"Logging": {fluentdFinalizer, syslogNGFinalizer, telemetryFinalizer},
 	}
 	for kind, finalizers := range want {
 		f := findings[kind]
@@ -129,8 +127,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	for _, obj := range debris {
 		assert.Nil(t, testCluster.Current(t, obj), "%s is gone", obj.GetKind())
 	}
-	// The Event of the cluster-scoped Logging is in default; the namespace of the others is
-	// Terminating, where no Event can be created.
+	// The Event of the cluster-scoped Logging is in default.
 	logging := findings["Logging"]
 	events, err := testCluster.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.uid=" + string(logging.Object.UID)})
@@ -157,7 +154,7 @@ func TestF4OperatorStillRunning(t *testing.T) {
 	rep := sweep(t, sweepOptions(), nil)
 
 	findings := ruleFindings(rep, "orphaned-finalizers", ns)
-	require.Len(t, findings, 3)
+	require.Len(t, findings, 1)
 	for _, f := range findings {
 		assert.Nil(t, f.Action, "%s: no action", f.Object.Kind)
 		assert.Equal(t, "info", string(f.Severity))
@@ -282,19 +279,20 @@ spec:
 `)
 	obj := terminate(t, ns, `
 apiVersion: logging.banzaicloud.io/v1beta1
-kind: SyslogNGConfig
+kind: Logging
 metadata:
-  name: mixed
-  namespace: NAMESPACE
+  name: NAMESPACE
   finalizers: [kubernetes, syslogngconfig.logging.banzaicloud.io/finalizer, live.test.operator-sweeper.io/keep]
 `)[0]
 	opts := sweepOptions()
-	opts.Finalizers = []rules.FinalizerOwner{{Pattern: "live.test.operator-sweeper.io/*", Controllers: []rules.Controller{{Kind: "Deployment", Namespace: ns, Name: "live-operator"}}}}
+	opts.Finalizers = []rules.FinalizerOwner{{Pattern: "live.test.operator-sweeper.io/*", Controllers: []rules.Controller{{Kind: "Deployment", Namespace: ns, Name: "live-operator"}},
+		Consequence: rules.ConsequenceLocal}}
 
 	rep := sweep(t, opts, nil)
 
 	findings := ruleFindings(rep, "orphaned-finalizers", ns)
 	require.Len(t, findings, 1)
+	require.NotNil(t, findings[0].Action, findings[0].Reason)
 	assert.Equal(t, report.OutcomeApplied, findings[0].Outcome, findings[0].Error)
 	assert.Equal(t, []string{syslogNGFinalizer}, findings[0].Action.Finalizers)
 	assert.Equal(t, []string{"kubernetes", "live.test.operator-sweeper.io/keep"}, testCluster.Current(t, obj).GetFinalizers())

@@ -92,6 +92,7 @@ metadata: {name: NAME, namespace: NAMESPACE, finalizers: [gizmos.preflight-test.
 finalizers:
 - pattern: gizmos.preflight-test.io/finalizer
   controllers: [{kind: Deployment, selector: app.kubernetes.io/name=gizmo-operator}]
+  consequence: local
 `
 )
 
@@ -358,7 +359,8 @@ func finalizeDeleted(ctx context.Context, resource schema.GroupVersionResource, 
 // --drain-protected; without it, nothing is deleted and the drain fails, exit 1.
 func TestPreflightDrainProtected(t *testing.T) {
 	f := newGizmoFixture(t)
-	require.NoError(t, os.WriteFile(f.config, []byte(gizmoMapping+"  protect: true\n  guards: the gizmos' volumes\n"), 0o600))
+	guarded := strings.Replace(gizmoMapping, "consequence: local", "consequence: guards\n  stands-for: the gizmos' volumes\n  remedy: back the volumes up", 1)
+	require.NoError(t, os.WriteFile(f.config, []byte(guarded), 0o600))
 	before := resourceVersions(t, f.gizmos)
 
 	rep, stderr, code := f.preflight(t, "deployment/gizmo-operator", "--drain", "--dry-run=none", "--drain-timeout=1m")

@@ -45,6 +45,7 @@ finalizers:
 - pattern: "*.logging.banzaicloud.io/finalizer"
   controllers:
   - {kind: Deployment, namespace: NAMESPACE, selector: "app.kubernetes.io/name=logging-operator"}
+  consequence: local
 `, namespace, "")), 0o600))
 	return file
 }

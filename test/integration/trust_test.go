@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,7 @@ finalizers:
 - pattern: example.com/scratch
   controllers:
   - {kind: DaemonSet, namespace: NAMESPACE, selector: "app=longhorn-manager"}
+  consequence: local
 `, ns, "")), 0o600))
 
 	// The whole cluster: the shipped controllers of longhorn.io run in any namespace.
@@ -85,8 +87,10 @@ finalizers:
 	}
 	require.Contains(t, found, "data")
 	assert.Nil(t, found["data"].Action, "a protected finalizer is never released")
-	assert.Contains(t, found["data"].Reason, "operator gone, but longhorn.io guards data outside the cluster")
-	assert.Contains(t, found["data"].Evidence, "longhorn.io guards volume replicas on the nodes, and backups in the backup target: never released automatically")
+	assert.Contains(t, found["data"].Reason, "operator gone, but not released: longhorn.io guards ")
+	assert.True(t, slices.ContainsFunc(found["data"].Evidence, func(e string) bool {
+		return strings.HasPrefix(e, "longhorn.io guards ") && strings.HasSuffix(e, "(catalog, checked against github.com/longhorn/longhorn-manager v1.12.1): never released")
+	}), "the catalog's entry guards it, whatever the config file's says: %v", found["data"].Evidence)
 	assert.Equal(t, []string{"longhorn.io"}, testCluster.Current(t, data).GetFinalizers())
 	require.Contains(t, found, "scratch")
 	assert.Equal(t, report.OutcomeApplied, found["scratch"].Outcome, "the same controller, gone, releases an unprotected finalizer: %s", found["scratch"].Error)
