@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -15,11 +18,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// connection is a command's link to the cluster: its clients, the cluster's name, the logger, and
-// the context of the run (--timeout).
+// connection is a command's link to the cluster: its clients, the cluster's name, the logger
+// (every line of which names the cluster), and the context of the run, whose --timeout starts
+// when the run does (begin).
 type connection struct {
+	// base is the command's context, carrying the cluster's logger to client-go's contextual
+	// logging; ctx and cancel are the run's, bounded by timeout from begin.
+	base    context.Context
 	ctx     context.Context
 	cancel  context.CancelFunc
+	timeout time.Duration
 	clients *sweeper.Clients
 	cluster string
 	logger  *slog.Logger
@@ -27,13 +35,10 @@ type connection struct {
 	progress io.Writer
 }
 
-// connect finds the cluster, builds the clients and makes sure the API server answers; what is
-// wrong with the kubeconfig is an InputError. The cluster's name is --cluster, or the kubeconfig's
-// context.
+// connect finds the cluster, builds the clients and makes sure the API server answers, within
+// --timeout; what is wrong with the kubeconfig is an InputError. The cluster's name is --cluster,
+// or the kubeconfig's context. The run's clock starts when connected; begin restarts it.
 func connect(ctx context.Context, o *options.Options, s streams) (*connection, error) {
-	logger := o.Logger(s.err)
-	// client-go logs through klog; route it to the same structured log.
-	klog.SetSlogLogger(logger)
 	config, cluster, err := sweeper.LoadRESTConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return nil, err
@@ -41,24 +46,37 @@ func connect(ctx context.Context, o *options.Options, s streams) (*connection, e
 	if o.Cluster != "" {
 		cluster = o.Cluster
 	}
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if o.Timeout.Duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, o.Timeout.Duration)
-	}
+	logger := o.Logger(s.err).With("cluster", cluster)
+	conn := &connection{base: klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler())), timeout: o.Timeout.Duration,
+		cluster: cluster, logger: logger}
+	conn.begin()
 	clients, err := sweeper.NewClients(config, o.ClientConfig(), logger)
 	if err != nil {
-		cancel()
+		conn.cancel()
 		return nil, &sweeper.InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
 	}
-	if err := clients.Ping(runCtx, config.Host); err != nil {
-		cancel()
+	if err := clients.Ping(conn.ctx, config.Host); err != nil {
+		conn.cancel()
 		return nil, err
 	}
-	conn := &connection{ctx: runCtx, cancel: cancel, clients: clients, cluster: cluster, logger: logger}
+	conn.clients = clients
 	if f, ok := s.err.(*os.File); ok && o.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
 		conn.progress = f
 	}
+	conn.begin()
 	return conn, nil
+}
+
+// begin starts the run's clock: its context ends --timeout from now, and the previous one, if
+// any, ends now. A fleet's cluster begins when its sweep does, not when it waited for a turn.
+func (c *connection) begin() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.ctx, c.cancel = c.base, context.CancelFunc(func() {})
+	if c.timeout > 0 {
+		c.ctx, c.cancel = context.WithTimeout(c.base, c.timeout)
+	}
 }
 
 // sweep is a sweep of the cluster connected to, as cfg says, by ruleSet.

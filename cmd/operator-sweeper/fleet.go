@@ -100,6 +100,7 @@ func eachCluster(members []*member, limit int, fn func(*member)) {
 			continue
 		}
 		g.Go(func() error {
+			m.conn.begin() // its --timeout starts now, not when it began waiting for a turn
 			defer m.conn.cancel()
 			fn(m)
 			return nil

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -80,6 +81,10 @@ func run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 		return exitInput
 	}
 	opts.Version = version
+	// client-go logs through klog: to the same structured log, set once for the process (klog's
+	// logger is not safe to set while in use); a cluster's own lines carry its name through the
+	// context (see connect).
+	klog.SetSlogLogger(opts.Logger(stderr))
 
 	stopProfile, err := startProfile(opts.LogOptions)
 	if err != nil {

@@ -49,6 +49,18 @@ func Build(dir string, stamp Stamp) (Binary, error) {
 	return Binary(binary), nil
 }
 
+// BuildRace builds operator-sweeper into dir with the race detector, as go build -race does: a
+// data race makes the binary print "WARNING: DATA RACE" and exit 66.
+func BuildRace(dir string) (Binary, error) {
+	binary := filepath.Join(dir, "operator-sweeper-race")
+	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/operator-sweeper/operator-sweeper/cmd/operator-sweeper")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build operator-sweeper -race (%s): %w", build, err)
+	}
+	return Binary(binary), nil
+}
+
 // RunTimeout is how long a run (Run, RunIn) may take. One that takes longer is killed and fails
 // its test: a hung binary must not hang the package until go test's own timeout.
 const RunTimeout = 2 * time.Minute

@@ -38,11 +38,17 @@ var (
 	testCluster *cluster.Cluster
 	// sweeperBinary is operator-sweeper built for this run, as a developer builds it: version dev.
 	sweeperBinary cluster.Binary
+	// raceSweeper is operator-sweeper built with the race detector, for the fleet's tests: a
+	// fleet sweeps its clusters in goroutines of their own.
+	raceSweeper cluster.Binary
 )
 
 func TestMain(m *testing.M) {
 	cluster.Main(m, &testCluster, cluster.Components{}, func(dir string) (err error) {
-		sweeperBinary, err = cluster.Build(dir, cluster.Stamp{})
+		if sweeperBinary, err = cluster.Build(dir, cluster.Stamp{}); err != nil {
+			return err
+		}
+		raceSweeper, err = cluster.BuildRace(dir)
 		return err
 	})
 }

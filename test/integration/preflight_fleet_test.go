@@ -57,7 +57,7 @@ func TestPreflightFleet(t *testing.T) {
 
 	preflight := func(args ...string) (report.Fleet, string, int) {
 		t.Helper()
-		stdout, stderr, code := sweeperBinary.Run(t, append([]string{"preflight", "deployment/gizmo-operator", "-n", ns,
+		stdout, stderr, code := raceSweeper.Run(t, append([]string{"preflight", "deployment/gizmo-operator", "-n", ns,
 			"--kubeconfig", kubeconfig, "--config", config, "--sweeper-namespace", ns, "--log-level=warn", "-o", "json"}, args...)...)
 		var fleet report.Fleet
 		if stdout != "" {
@@ -115,7 +115,7 @@ func TestPreflightFleet(t *testing.T) {
 	assert.ElementsMatch(t, want, gizmosOf(byCluster(fleet)["alpha"]), "alpha is still reported")
 
 	// Bad input: a target installed nowhere, a drain that writes to every context.
-	stdout, stderr, code := sweeperBinary.Run(t, "preflight", "deployment/nothing", "-n", ns, "--kubeconfig", kubeconfig, "--contexts", "alpha,beta")
+	stdout, stderr, code := raceSweeper.Run(t, "preflight", "deployment/nothing", "-n", ns, "--kubeconfig", kubeconfig, "--contexts", "alpha,beta")
 	assert.Equal(t, 2, code, stderr)
 	assert.Empty(t, stdout)
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %s", stderr)
