@@ -167,17 +167,19 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 	pre := &report.PreImage{Resource: obj.Resource.Resource, Finalizers: u.GetFinalizers(), OwnerReferences: u.GetOwnerReferences()}
 	_, deletes := action.(rules.Delete)
 	crd := deletes && isCRD(obj.Resource.GroupVersionResource)
+	var kept customResources
 	customResources := func(body *report.BodyWriter) error {
 		if !crd {
 			return nil
 		}
-		n, err := eachCustomResource(ctx, a.Writer.Dynamic, u, func(cr *unstructured.Unstructured) error {
+		var err error
+		kept, err = eachCustomResource(ctx, a.Writer.Dynamic, u, func(cr *unstructured.Unstructured) error {
 			if body == nil {
 				return nil
 			}
 			return body.Write(cr)
 		})
-		pre.CustomResources = n
+		pre.CustomResources = kept.count
 		return err
 	}
 	if a.Keeper != nil {
@@ -196,31 +198,34 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 	}
 	res.Before = pre
 	if crd {
-		if err := a.recount(ctx, u, pre, res); err != nil {
+		if err := a.recount(ctx, u, kept, res); err != nil {
 			return err
 		}
 	}
 	return a.send(ctx, obj, action)
 }
 
-// recount counts a CustomResourceDefinition's custom resources again, right before its delete, and
-// says in res what goes with it. One created or deleted since they were kept stops the delete: the
-// next run looks again.
-func (a *Applier) recount(ctx context.Context, crd *unstructured.Unstructured, pre *report.PreImage, res *Result) error {
+// recount lists a CustomResourceDefinition's custom resources again, right before its delete, and
+// says in res what goes with it. One created, deleted or updated since they were kept stops the
+// delete: what would go with it is not what was kept; the next run looks again.
+func (a *Applier) recount(ctx context.Context, crd *unstructured.Unstructured, kept customResources, res *Result) error {
 	now, err := eachCustomResource(ctx, a.Writer.Dynamic, crd, func(*unstructured.Unstructured) error { return nil })
 	switch {
 	case err != nil:
 		return &backupError{err}
-	case now != pre.CustomResources:
+	case now.count != kept.count:
 		return &changedError{fmt.Sprintf("its custom resources changed while they were kept (%d, then %d right before the delete): the next run looks again",
-			pre.CustomResources, now)}
+			kept.count, now.count)}
+	case now.digest != kept.digest:
+		return &changedError{fmt.Sprintf("its custom resources changed while they were kept (%d, one replaced or updated since, listed again right before the delete): the next run looks again",
+			now.count)}
 	}
 	evidence := "it has no custom resources (counted again right before the delete)"
 	switch {
-	case now > 0 && a.Keeper != nil:
-		evidence = fmt.Sprintf("its %d custom resources, kept with its pre-image and counted again right before the delete, are deleted with it", now)
-	case now > 0:
-		evidence = fmt.Sprintf("its %d custom resources would be kept with its pre-image, counted again, and deleted with it", now)
+	case now.count > 0 && a.Keeper != nil:
+		evidence = fmt.Sprintf("its %d custom resources, kept with its pre-image and counted again right before the delete, are deleted with it", now.count)
+	case now.count > 0:
+		evidence = fmt.Sprintf("its %d custom resources would be kept with its pre-image, counted again, and deleted with it", now.count)
 	}
 	if !slices.Contains(res.Evidence, evidence) {
 		res.Evidence = append(res.Evidence, evidence)

@@ -2,6 +2,8 @@ package sweeper
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,9 +62,17 @@ func (k *Keeper) record(ctx context.Context, f report.FindingResult, outcome boo
 	return k.Store.Record(ctx, rec, outcome)
 }
 
+// customResources are who a CRD's custom resources were at a list: how many, and a digest of
+// their UIDs and resourceVersions in the order the list gave them (etcd's key order, the same at
+// every list). One deleted and one created, or one updated, changes the digest, not the count.
+type customResources struct {
+	count  int
+	digest string
+}
+
 // eachCustomResource hands fn, page by page, every custom resource of crd, in its storage version
-// if served, else in the first served one, and counts them.
-func eachCustomResource(ctx context.Context, client dynamic.Interface, crd *unstructured.Unstructured, fn func(*unstructured.Unstructured) error) (int, error) {
+// if served, else in the first served one, and says who they were.
+func eachCustomResource(ctx context.Context, client dynamic.Interface, crd *unstructured.Unstructured, fn func(*unstructured.Unstructured) error) (customResources, error) {
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
@@ -78,11 +88,12 @@ func eachCustomResource(ctx context.Context, client dynamic.Interface, crd *unst
 			}
 		}
 	}
+	var crs customResources
 	if len(served) == 0 {
-		return 0, fmt.Errorf("CustomResourceDefinition %s serves no version: its custom resources cannot be read", crd.GetName())
+		return crs, fmt.Errorf("CustomResourceDefinition %s serves no version: its custom resources cannot be read", crd.GetName())
 	}
 	gvr := schema.GroupVersionResource{Group: group, Version: served[0], Resource: plural}
-	n := 0
+	digest := sha256.New()
 	list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.Resource(gvr).List(ctx, opts)
 	})
@@ -91,11 +102,13 @@ func eachCustomResource(ctx context.Context, client dynamic.Interface, crd *unst
 		if !ok {
 			return fmt.Errorf("list %s: got %T", gvr, obj)
 		}
-		n++
+		crs.count++
+		fmt.Fprintf(digest, "%s %s\n", u.GetUID(), u.GetResourceVersion())
 		return fn(u)
 	})
+	crs.digest = hex.EncodeToString(digest.Sum(nil))
 	if err != nil {
-		return n, fmt.Errorf("list the custom resources of CustomResourceDefinition %s (%s): %w", crd.GetName(), gvr.GroupResource(), err)
+		return crs, fmt.Errorf("list the custom resources of CustomResourceDefinition %s (%s): %w", crd.GetName(), gvr.GroupResource(), err)
 	}
-	return n, nil
+	return crs, nil
 }

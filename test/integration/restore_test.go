@@ -18,6 +18,7 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/restore"
+	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // undoConfig opts in to every delete the undo tests need undone: OLM's RBAC and webhook
@@ -618,4 +621,60 @@ data: {k: v}
 	again := restoreFrom(t, "--from", dir)
 	assert.Equal(t, report.ReasonResolved, again.Findings[0].SkipReason)
 	assert.Equal(t, now.GetResourceVersion(), testCluster.Current(t, cm).GetResourceVersion(), "a second restore changes nothing")
+}
+
+// TestCRDDeleteStopsWhenItsCustomResourcesChange: a CRD's delete takes its custom resources with
+// it, kept with its pre-image first. One of them deleted and another created, or one updated,
+// between the keeping and the delete — the count is the same — and the delete is not sent: what
+// would go with the CRD is not what was kept (stale).
+func TestCRDDeleteStopsWhenItsCustomResourcesChange(t *testing.T) {
+	for _, change := range []string{"swapped", "updated"} {
+		t.Run(change, func(t *testing.T) {
+			ctx := context.Background()
+			ns := testCluster.NewNamespace(t)
+			f2 := seeded(t)(testCluster.SeedF2(ctx, ns))
+			crd := f2.Get("CustomResourceDefinition", "etcdclusters."+ns+".test.operator-sweeper.io")
+			require.NotNil(t, crd)
+			require.Eventually(t, func() bool {
+				_, err := testCluster.Create(ctx, fill(etcdClusters, ns, ""))
+				return err == nil
+			}, 30*time.Second, 200*time.Millisecond, "the CRD is served")
+			gvr := schema.GroupVersionResource{Group: ns + ".test.operator-sweeper.io", Version: "v1", Resource: "etcdclusters"}
+			client := testCluster.Dynamic.Resource(gvr).Namespace(ns)
+			cluster.AgeDebris()
+
+			opts := sweepOptions()
+			opts.Rules = []string{rules.OperatorLeftoversName}
+			opts.MinAge = metav1.Duration{}
+			opts.RuleConfigs = map[string]rules.RuleConfig{rules.OperatorLeftoversName: {
+				Args: rules.OperatorLeftoversArgs{Delete: []string{"ClusterServiceVersion.operators.coreos.com", "CustomResourceDefinition.apiextensions.k8s.io"}}}}
+			rec := &recorder{}
+			// The custom resources are listed by the walk, then as they are kept with the CRD's
+			// pre-image, then right before its delete: the change comes before that last list.
+			list := "/apis/" + gvr.Group + "/v1/etcdclusters$"
+			rec.raceBefore("GET", list, func() {})
+			rec.raceBefore("GET", list, func() {})
+			rec.raceBefore("GET", list, func() {
+				switch change {
+				case "swapped":
+					require.NoError(t, client.Delete(ctx, "data-b", metav1.DeleteOptions{}))
+					_, err := testCluster.Create(ctx, fill(`{apiVersion: NAMESPACE.test.operator-sweeper.io/v1, kind: EtcdCluster, metadata: {name: data-c, namespace: NAMESPACE}}`, ns, ""))
+					require.NoError(t, err)
+				case "updated":
+					_, err := client.Patch(ctx, "data-a", types.MergePatchType, []byte(`{"spec":{"size":5}}`), metav1.PatchOptions{})
+					require.NoError(t, err)
+				}
+			})
+			ruleSet, err := opts.RuleSet()
+			require.NoError(t, err)
+			rep := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), ruleSet...).Run(context.Background())
+
+			f := findingAbout(t, rep, rules.OperatorLeftoversName, crd)
+			assert.Equal(t, report.OutcomeSkipped, f.Outcome, "%s: %s", change, why(f))
+			assert.Equal(t, report.ReasonStale, f.SkipReason, change)
+			assert.Contains(t, f.Error, "its custom resources changed while they were kept (2, one replaced or updated since")
+			assert.Empty(t, rec.matching("DELETE", "/customresourcedefinitions/"), "the delete was not sent")
+			assert.NotNil(t, testCluster.Current(t, crd), "the CRD stays")
+		})
+	}
 }
