@@ -24,6 +24,13 @@ type Fact interface {
 	Holds(view *View) (bool, string)
 }
 
+// Lasting is a Fact that, once it holds, holds for good: an object of a UID being deleted or gone
+// (a deletion is never undone, a UID never comes back). The engine checks it once, live, and
+// trusts it for the rest of the run; every other fact is read again before each write.
+type Lasting interface {
+	Lasting() bool
+}
+
 // Read is one live request of a check: the object Name of a resource in Namespace, or, without
 // Name, the list of its objects in Namespace (all namespaces if empty) that match Selector. In the
 // view a fact is checked against, a resource read by name is not Observed, one listed in a
@@ -83,6 +90,9 @@ func (f ObjectTerminating) Key() string {
 func (f ObjectTerminating) Reads() []Read {
 	return []Read{{Resource: f.Resource.GroupResource(), Namespace: f.Namespace, Name: f.Name}}
 }
+
+// Lasting implements Lasting: a deletion is never undone, and a UID never comes back.
+func (ObjectTerminating) Lasting() bool { return true }
 
 // Holds implements Fact.
 func (f ObjectTerminating) Holds(view *View) (bool, string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,9 +16,12 @@ import (
 )
 
 // Confirmer checks, live, the facts an action rests on, right before the write: the way the
-// garbage collector re-reads an owner before it deletes a dependent. A fact checked, or a read
-// sent, less than MaxAge ago is not checked or sent again: findings that rest on the same fact in
-// a row share one check.
+// garbage collector re-reads an owner before it deletes a dependent. A fact that can change back
+// (an object absent by name, a controller gone, a node lost) is read again for every Confirm:
+// nothing holds it between writes. Only a fact that cannot change back once it holds (an object of
+// a UID being deleted or gone: rules.Lasting) is kept for the rest of the run, as the garbage
+// collector keeps an owner's UID known absent. Reads are shared by the facts of one Confirm only,
+// and dropped after it: what the Confirmer holds is bounded by one action's facts.
 type Confirmer struct {
 	// Observed is the view the rules planned from: it says which resources were walked.
 	Observed *rules.View
@@ -27,15 +29,43 @@ type Confirmer struct {
 	// Clock is the server's.
 	Clock    clock.PassiveClock
 	PageSize int64
-	// MaxAge is how long a check is good for; 0 means 5 seconds.
-	MaxAge time.Duration
 
-	reads map[string]readResult
-	facts map[string]factResult
+	// lasting are the facts that held and cannot change back, by key, with their evidence.
+	lasting map[string]string
+}
+
+// Confirm checks facts, in order, and returns whether they all still hold and a line of evidence
+// for each checked. It stops at the first that does not hold, or cannot be checked (a read
+// failed, or its resource was not walked).
+func (c *Confirmer) Confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
+	if c.lasting == nil {
+		c.lasting = map[string]string{}
+	}
+	reads := map[string]readResult{} // this check's
+	evidence := make([]string, 0, len(facts))
+	for _, fact := range facts {
+		if line, known := c.lasting[fact.Key()]; known {
+			evidence = append(evidence, line)
+			continue
+		}
+		holds, line := c.check(ctx, fact, reads)
+		evidence = append(evidence, line)
+		if !holds {
+			return false, evidence
+		}
+		if lasting, ok := fact.(rules.Lasting); ok && lasting.Lasting() {
+			c.lasting[fact.Key()] = line
+		}
+	}
+	return true, evidence
+}
+
+// Reconfirm is Confirm, for an action re-planned because its object changed.
+func (c *Confirmer) Reconfirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
+	return c.Confirm(ctx, facts)
 }
 
 type readResult struct {
-	at      time.Time
 	objects []*rules.Object
 	// resource is what was read; served is false when the server does not serve it (none exist).
 	resource rules.Resource
@@ -43,62 +73,21 @@ type readResult struct {
 	err      error
 }
 
-type factResult struct {
-	at       time.Time
-	holds    bool
-	evidence string
-}
-
-// Confirm checks facts, in order, and returns whether they all still hold and a line of evidence
-// for each checked. It stops at the first that does not hold, or cannot be checked (a read
-// failed, or its resource was not walked).
-func (c *Confirmer) Confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
-	return c.confirm(ctx, facts, c.maxAge())
-}
-
-// Reconfirm is Confirm without the checks made before: for an action re-planned because its
-// object changed, which says the cluster moved.
-func (c *Confirmer) Reconfirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
-	return c.confirm(ctx, facts, 0)
-}
-
-func (c *Confirmer) maxAge() time.Duration {
-	if c.MaxAge == 0 {
-		return 5 * time.Second
-	}
-	return c.MaxAge
-}
-
-func (c *Confirmer) confirm(ctx context.Context, facts []rules.Fact, maxAge time.Duration) (bool, []string) {
-	if c.facts == nil {
-		c.facts, c.reads = map[string]factResult{}, map[string]readResult{}
-	}
-	evidence := make([]string, 0, len(facts))
-	for _, fact := range facts {
-		res, checked := c.facts[fact.Key()]
-		if !checked || c.Clock.Since(res.at) >= maxAge {
-			res = c.check(ctx, fact, maxAge)
-			c.facts[fact.Key()] = res
-		}
-		evidence = append(evidence, res.evidence)
-		if !res.holds {
-			return false, evidence
-		}
-	}
-	return true, evidence
-}
-
-// check reads what fact names and asks it whether it still holds, in a view of only what was
-// read: every other resource counts as not listed.
-func (c *Confirmer) check(ctx context.Context, fact rules.Fact, maxAge time.Duration) factResult {
-	now := c.Clock.Now()
+// check reads what fact names (each read once per Confirm: reads holds those already sent) and
+// asks it whether it still holds, in a view of only what was read: every other resource counts as
+// not listed.
+func (c *Confirmer) check(ctx context.Context, fact rules.Fact, reads map[string]readResult) (bool, string) {
 	var resources []rules.Resource
 	var objects []*rules.Object
 	scopes := map[schema.GroupResource][]rules.Read{}
 	for _, read := range fact.Reads() {
-		res := c.read(ctx, read, maxAge)
+		res, sent := reads[read.Key()]
+		if !sent {
+			res = c.send(ctx, read)
+			reads[read.Key()] = res
+		}
 		if res.err != nil {
-			return factResult{at: now, evidence: fmt.Sprintf("could not re-check live [%s]: %v; not acted on", fact.Key(), res.err)}
+			return false, fmt.Sprintf("could not re-check live [%s]: %v; not acted on", fact.Key(), res.err)
 		}
 		if !res.served {
 			continue
@@ -112,8 +101,7 @@ func (c *Confirmer) check(ctx context.Context, fact rules.Fact, maxAge time.Dura
 	coverage := readCoverage(scopes)
 	narrowed := c.Observed.Narrowed(slices.Collect(maps.Keys(scopes)))
 	coverage.Unlisted, coverage.UndiscoveredGroups = narrowed.Unlisted, narrowed.UndiscoveredGroups
-	holds, evidence := fact.Holds(rules.NewView(c.Clock.Now(), resources, coverage, uniqueObjects(objects)))
-	return factResult{at: now, holds: holds, evidence: evidence}
+	return fact.Holds(rules.NewView(c.Clock.Now(), resources, coverage, uniqueObjects(objects)))
 }
 
 // readCoverage says what the reads of each resource hold: a list across all namespaces holds
@@ -156,17 +144,6 @@ func uniqueObjects(objects []*rules.Object) []*rules.Object {
 		seen[k] = true
 		return dup
 	})
-}
-
-// read sends one read, unless it was sent less than maxAge ago.
-func (c *Confirmer) read(ctx context.Context, read rules.Read, maxAge time.Duration) readResult {
-	if res, done := c.reads[read.Key()]; done && c.Clock.Since(res.at) < maxAge {
-		return res
-	}
-	res := c.send(ctx, read)
-	res.at = c.Clock.Now()
-	c.reads[read.Key()] = res
-	return res
 }
 
 func (c *Confirmer) send(ctx context.Context, read rules.Read) readResult {

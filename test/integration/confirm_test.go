@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
@@ -453,4 +455,47 @@ func TestConfirmAgesAreMeasuredAgainstTheServersClock(t *testing.T) {
 		assert.NotEqual(t, report.OutcomeApplied, f.Outcome)
 	}
 	assert.WithinDuration(t, time.Now().Add(-time.Hour), rep.Metadata.StartTime.Time, 5*time.Second, "the report's times are the server's")
+}
+
+// TestConfirmAControllerBackBetweenTwoWrites: two Loggings rest on the same fact, logging-operator
+// gone. Right after the first is confirmed, logging-operator is installed again: the first release
+// is sent (its check came before), the second is not — the fact is read again before each write,
+// not reused from the first.
+func TestConfirmAControllerBackBetweenTwoWrites(t *testing.T) {
+	ctx := context.Background()
+	ns := testCluster.NewNamespace(t)
+	loggings := terminate(t, "", fill(`
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: Logging
+metadata: {name: NAMESPACE-a, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+spec: {controlNamespace: NAMESPACE}
+---
+apiVersion: logging.banzaicloud.io/v1beta1
+kind: Logging
+metadata: {name: NAMESPACE-b, finalizers: [syslogngconfig.logging.banzaicloud.io/finalizer]}
+spec: {controlNamespace: NAMESPACE}
+`, ns, ""))
+	var operator []*unstructured.Unstructured
+	t.Cleanup(func() { remove(t, operator) })
+	rec := &recorder{}
+	rec.raceBefore("PATCH", "/loggings/"+ns+"-a$", func() {
+		var err error
+		operator, err = testCluster.Create(ctx, fill(deployment(cluster.LoggingOperator, "1"), ns, ""))
+		require.NoError(t, err)
+	})
+	opts := sweepOptions()
+	opts.Rules = []string{rules.OrphanedFinalizersName}
+	ruleSet, err := opts.RuleSet()
+	require.NoError(t, err)
+	rep := newEngine(t, opts, rec, clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour)), ruleSet...).Run(ctx)
+
+	first, second := findingAbout(t, rep, rules.OrphanedFinalizersName, loggings[0]), findingAbout(t, rep, rules.OrphanedFinalizersName, loggings[1])
+	assert.Equal(t, report.OutcomeApplied, first.Outcome, why(first))
+	assert.Equal(t, report.OutcomeSkipped, second.Outcome, why(second))
+	assert.Equal(t, report.ReasonStale, second.SkipReason)
+	assert.True(t, slices.ContainsFunc(second.Evidence, func(e string) bool {
+		return strings.HasPrefix(e, `re-checked live: a controller of "syslogngconfig.logging.banzaicloud.io/finalizer" is there now`)
+	}), "%v", second.Evidence)
+	assert.Empty(t, rec.matching("PATCH", "/loggings/"+ns+"-b$"), "the second release was not sent")
+	assert.Equal(t, []string{"syslogngconfig.logging.banzaicloud.io/finalizer"}, testCluster.Current(t, loggings[1]).GetFinalizers())
 }
