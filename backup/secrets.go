@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 )
@@ -154,30 +155,79 @@ func secretOf(pre *report.PreImage) (namespace, name string, ok bool) {
 	return namespace, name, ok && found && strings.HasPrefix(name, SecretPrefix) && !strings.Contains(name, "/")
 }
 
-// LoadRun reads the records a run kept in Secrets of namespace.
-func LoadRun(ctx context.Context, client dynamic.Interface, namespace, runID string) ([]report.BackupRecord, error) {
-	list, err := client.Resource(secretsResource).Namespace(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: PreImageLabel + "=true," + RunLabel + "=" + runID,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list the Secrets of run %s in %s: %w", runID, namespace, err)
-	}
+// LoadRun reads the records a run kept in Secrets of namespace: the run's Secrets are listed by
+// their metadata, page by page, and only its records read, one at a time; the parts of its bodies,
+// up to 900 KiB each, are read only when a body is opened.
+func LoadRun(ctx context.Context, client Client, namespace, runID string) ([]report.BackupRecord, error) {
 	var records []report.BackupRecord
-	for _, secret := range list.Items {
-		data, ok, err := secretData(&secret, recordKey)
+	err := eachSecret(ctx, client, namespace, PreImageLabel+"=true,"+RunLabel+"="+runID, func(meta metav1.PartialObjectMetadata) error {
+		if !isRecord(meta.Name) {
+			return nil // a body's part
+		}
+		secret, err := client.Dynamic.Resource(secretsResource).Namespace(namespace).Get(ctx, meta.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read the record %s/%s: %w", namespace, meta.Name, err)
+		}
+		data, ok, err := secretData(secret, recordKey)
 		if err != nil || !ok {
-			continue // a body's part
+			return fmt.Errorf("the Secret %s/%s holds no record: %v", namespace, meta.Name, err)
 		}
 		var rec report.BackupRecord
 		if err := json.Unmarshal(data, &rec); err != nil || rec.Kind != report.BackupKind {
-			return nil, fmt.Errorf("the Secret %s/%s is not a %s record: %v", namespace, secret.GetName(), report.BackupKind, err)
+			return fmt.Errorf("the Secret %s/%s is not a %s record: %v", namespace, meta.Name, report.BackupKind, err)
 		}
 		records = append(records, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the Secrets of run %s in %s: %w", runID, namespace, err)
 	}
 	slices.SortFunc(records, func(a, b report.BackupRecord) int {
 		return strings.Compare(a.Finding.Before.Kept, b.Finding.Before.Kept)
 	})
 	return records, nil
+}
+
+// isRecord says whether a pre-image Secret's name is a record's, <prefix><run ID>-<NNNNNN>,
+// rather than a body part's, <…>-<part>.
+func isRecord(name string) bool {
+	rest, ok := strings.CutPrefix(name, SecretPrefix)
+	i := strings.LastIndexByte(rest, '-')
+	if !ok || i < 0 || len(rest)-i-1 != 6 {
+		return false
+	}
+	return strings.Trim(rest[i+1:], "0123456789") == ""
+}
+
+// Client is how the Secrets of pre-images are read: their metadata by the metadata client, page by
+// page, so that listing many never holds their data; the data of one, when needed, by the dynamic
+// client.
+type Client struct {
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+}
+
+// listPageSize bounds a page of a list of pre-image Secrets' metadata.
+const listPageSize = 500
+
+// eachSecret hands fn the metadata of every Secret of namespace that selector selects, page by
+// page.
+func eachSecret(ctx context.Context, client Client, namespace, selector string, fn func(metav1.PartialObjectMetadata) error) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: listPageSize}
+	for {
+		page, err := client.Metadata.Resource(secretsResource).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, item := range page.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+		if opts.Continue = page.Continue; opts.Continue == "" {
+			return nil
+		}
+	}
 }
 
 // OpenSecrets opens the body a record kept in Secrets names; it reads its parts one at a time.
@@ -233,28 +283,25 @@ func secretData(secret *unstructured.Unstructured, key string) ([]byte, bool, er
 }
 
 // PruneSecrets deletes the Secrets of pre-images in namespace created before cutoff, each with its
-// UID as a precondition.
-func PruneSecrets(ctx context.Context, client dynamic.Interface, namespace string, cutoff time.Time) (removed int, err error) {
-	secrets := client.Resource(secretsResource).Namespace(namespace)
-	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: PreImageLabel + "=true"})
-	if err != nil {
-		return 0, err
-	}
+// UID as a precondition. They are listed by their metadata, page by page: their data is never read.
+func PruneSecrets(ctx context.Context, client Client, namespace string, cutoff time.Time) (removed int, err error) {
+	secrets := client.Metadata.Resource(secretsResource).Namespace(namespace)
 	var errs []error
-	for _, secret := range list.Items {
-		if !secret.GetCreationTimestamp().Time.Before(cutoff) {
-			continue
+	err = eachSecret(ctx, client, namespace, PreImageLabel+"=true", func(secret metav1.PartialObjectMetadata) error {
+		if !secret.CreationTimestamp.Time.Before(cutoff) {
+			return nil
 		}
-		uid := secret.GetUID()
-		err := secrets.Delete(ctx, secret.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		uid := secret.UID
+		err := secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case err == nil:
 			removed++
 		case !apierrors.IsNotFound(err):
 			errs = append(errs, err)
 		}
-	}
-	return removed, errors.Join(errs...)
+		return nil
+	})
+	return removed, errors.Join(append(errs, err)...)
 }
 
 // KeySecret names the Secret in the sweeper's namespace that holds the key it signs its records

@@ -78,7 +78,7 @@ func Load(src Source) ([]Record, error) {
 
 // loadRun reads the records of a run kept in Secrets.
 func loadRun(ctx context.Context, clients *sweeper.Clients, namespace, runID string) ([]Record, error) {
-	kept, err := backup.LoadRun(ctx, clients.Dynamic, namespace, runID)
+	kept, err := backup.LoadRun(ctx, clients.Backup(), namespace, runID)
 	if err != nil {
 		return nil, err
 	}

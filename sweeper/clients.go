@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -143,6 +144,11 @@ func (c *Clients) ClusterUID(ctx context.Context) (types.UID, error) {
 		return "", fmt.Errorf("namespace %s not found", metav1.NamespaceSystem)
 	}
 	return list.Items[0].UID, nil
+}
+
+// Backup is how the Secrets of pre-images are read: their metadata, and one's data when needed.
+func (c *Clients) Backup() backup.Client {
+	return backup.Client{Dynamic: c.Dynamic, Metadata: c.Metadata}
 }
 
 // Writer is the writer of these clients, sending in mode, as fieldManager.

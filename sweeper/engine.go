@@ -401,11 +401,14 @@ func (e *Engine) keeper(run report.Metadata) *Keeper {
 	return k
 }
 
-// pruneBackups removes the pre-images older than --backup-retention: the files in --backup-dir,
-// or, in a run that writes, the Secrets in the sweeper's namespace. A failure is reported, and
+// pruneBackups removes, in a run that writes, the pre-images older than --backup-retention: the
+// files in --backup-dir, or the Secrets in the sweeper's namespace. A failure is reported, and
 // fails nothing: each write still needs its own pre-image kept.
 func (e *Engine) pruneBackups(ctx context.Context, r *report.Report) {
 	retention := model.Duration(e.Config.BackupRetention)
+	if e.Config.DryRun != report.DryRunNone {
+		return // a dry run changes nothing, old pre-images included
+	}
 	var removed int
 	var err error
 	where := "--backup-dir " + e.Config.BackupDir
@@ -413,11 +416,9 @@ func (e *Engine) pruneBackups(ctx context.Context, r *report.Report) {
 	case e.Config.BackupDir != "":
 		// File times are the local clock's.
 		removed, err = backup.PruneDir(e.Config.BackupDir, time.Now().Add(-e.Config.BackupRetention))
-	case e.Config.DryRun == report.DryRunNone:
-		where = "the Secrets of namespace " + e.Config.Namespace
-		removed, err = backup.PruneSecrets(ctx, e.Clients.Dynamic, e.Config.Namespace, e.Clock.Now().Add(-e.Config.BackupRetention))
 	default:
-		return
+		where = "the Secrets of namespace " + e.Config.Namespace
+		removed, err = backup.PruneSecrets(ctx, e.Clients.Backup(), e.Config.Namespace, e.Clock.Now().Add(-e.Config.BackupRetention))
 	}
 	if err != nil {
 		e.Logger.WarnContext(ctx, "old pre-images not all removed", "where", where, "removed", removed, "error", err)

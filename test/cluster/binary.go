@@ -61,6 +61,34 @@ func BuildRace(dir string) (Binary, error) {
 	return Binary(binary), nil
 }
 
+// BuildMaxRSS builds hack/bench/maxrss into dir: the launcher that measures a command's peak
+// resident set. A child of the test process cannot be measured directly: Go starts children with
+// vfork, and Linux carries the parent's high-water mark into the child's ru_maxrss.
+func BuildMaxRSS(dir string) (Binary, error) {
+	binary := filepath.Join(dir, "maxrss")
+	build := exec.Command("go", "build", "-o", binary, "github.com/operator-sweeper/operator-sweeper/hack/bench/maxrss")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build maxrss (%s): %w", build, err)
+	}
+	return Binary(binary), nil
+}
+
+// RunMeasured is Run under maxrss, a binary BuildMaxRSS built, and also returns the run's peak
+// resident set, in bytes.
+func (b Binary) RunMeasured(t testing.TB, maxrss Binary, args ...string) (stdout, stderr string, code int, peak int64) {
+	t.Helper()
+	usage := filepath.Join(t.TempDir(), "usage.json")
+	stdout, stderr, code = maxrss.Run(t, append([]string{"-o", usage, string(b)}, args...)...)
+	data, err := os.ReadFile(usage)
+	require.NoError(t, err, "maxrss wrote no usage: %s", stderr)
+	var u struct {
+		MaxRSSKiB int64 `json:"maxRSSKiB"`
+	}
+	require.NoError(t, json.Unmarshal(data, &u))
+	return stdout, stderr, code, u.MaxRSSKiB << 10
+}
+
 // RunTimeout is how long a run (Run, RunIn) may take. One that takes longer is killed and fails
 // its test: a hung binary must not hang the package until go test's own timeout.
 const RunTimeout = 2 * time.Minute

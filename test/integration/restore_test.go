@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -199,7 +200,7 @@ func TestRestoreUndoesEverySweepAction(t *testing.T) {
 				require.NoError(t, err)
 				assert.Len(t, records, 8, "one record per object written")
 			} else {
-				records, err := backup.LoadRun(context.Background(), testCluster.Dynamic, cluster.SweeperNamespace, swept.Metadata.RunID)
+				records, err := backup.LoadRun(context.Background(), backupClient(t), cluster.SweeperNamespace, swept.Metadata.RunID)
 				require.NoError(t, err)
 				assert.Len(t, records, 8, "one record per object written, in Secrets labelled with the run")
 			}
@@ -677,4 +678,12 @@ func TestCRDDeleteStopsWhenItsCustomResourcesChange(t *testing.T) {
 			assert.NotNil(t, testCluster.Current(t, crd), "the CRD stays")
 		})
 	}
+}
+
+// backupClient reads the sweeper's pre-image Secrets on the test cluster, as the sweeper does.
+func backupClient(t *testing.T) backup.Client {
+	t.Helper()
+	meta, err := metadata.NewForConfig(testCluster.Config)
+	require.NoError(t, err)
+	return backup.Client{Dynamic: testCluster.Dynamic, Metadata: meta}
 }
