@@ -121,6 +121,8 @@ type FinalizerMappings struct {
 type finalizerMapping struct {
 	FinalizerOwner
 	controllers []controllerMatcher
+	// id is the mapping's key, made once.
+	id string
 }
 
 // controllerMatcher is a Controller with its kind resolved and its selector parsed.
@@ -142,19 +144,25 @@ func NewFinalizerMappings(configured []FinalizerOwner) (FinalizerMappings, error
 	}
 	var m FinalizerMappings
 	var errs []error
+	shippedKeys := make(map[string]int, len(shipped)) // index in shipped, by key
+	for i, owner := range shipped {
+		shippedKeys[keyOf(owner)] = i
+	}
+	configuredKeys := map[string]bool{}
 	for i, owner := range configured {
 		key := fmt.Sprintf("finalizers[%d]", i)
 		owner, err := normalized(key, owner)
 		errs = append(errs, err)
-		if j := slices.IndexFunc(shipped, func(s FinalizerOwner) bool { return keyOf(s) == keyOf(owner) }); j >= 0 {
+		if j, ok := shippedKeys[keyOf(owner)]; ok {
 			owner = configuredOver(shipped[j], owner)
 		}
+		configuredKeys[keyOf(owner)] = true
 		compiled, err := compileMapping(key, owner)
 		errs = append(errs, err)
 		m.mappings = append(m.mappings, compiled)
 	}
 	for _, owner := range shipped {
-		if slices.ContainsFunc(m.mappings, func(c finalizerMapping) bool { return c.key() == keyOf(owner) }) {
+		if configuredKeys[keyOf(owner)] {
 			continue
 		}
 		compiled, err := compileMapping("catalog entry "+keyOf(owner), owner)
@@ -216,11 +224,14 @@ func configuredOver(shipped, configured FinalizerOwner) FinalizerOwner {
 
 // keyOf identifies a mapping: its pattern, and the resources it is restricted to.
 func keyOf(owner FinalizerOwner) string {
-	return (&finalizerMapping{FinalizerOwner: owner}).key()
+	if len(owner.Resources) == 0 {
+		return owner.Pattern
+	}
+	return owner.Pattern + " on " + strings.Join(owner.Resources, ", ")
 }
 
 func compileMapping(key string, owner FinalizerOwner) (finalizerMapping, error) {
-	m := finalizerMapping{FinalizerOwner: owner}
+	m := finalizerMapping{FinalizerOwner: owner, id: keyOf(owner)}
 	if _, err := path.Match(owner.Pattern, ""); err != nil || owner.Pattern == "" {
 		return m, fmt.Errorf("%s.pattern %q is not a valid glob", key, owner.Pattern)
 	}
@@ -340,10 +351,10 @@ func (m *finalizerMapping) covers(resource schema.GroupResource) bool {
 
 // key identifies the mapping: its pattern, and the resources it is restricted to.
 func (m *finalizerMapping) key() string {
-	if len(m.Resources) == 0 {
-		return m.Pattern
+	if m.id != "" {
+		return m.id
 	}
-	return m.Pattern + " on " + strings.Join(m.Resources, ", ")
+	return keyOf(m.FinalizerOwner)
 }
 
 // liveness is what the view says about a finalizer's controllers.
