@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -70,14 +71,16 @@ func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []Re
 		return nil, fmt.Errorf("tell which cluster this is: %w", err)
 	}
 	key, keyErr := backup.Key(ctx, clients.Dynamic, cfg.Namespace, false)
+	authorized, broken := declared(rules.Registry(), nil)
 	r := &restorer{
 		Writer:  clients.Writer(cfg.DryRun, FieldManager),
 		Logger:  logger,
 		records: records,
-		trust:   trust{cluster: cfg.Cluster, clusterUID: string(uid), key: key, keyErr: keyErr, rules: declared()},
+		trust:   trust{cluster: cfg.Cluster, clusterUID: string(uid), key: key, keyErr: keyErr, rules: authorized, broken: broken},
 		mapper:  clients.Mapper(),
 	}
 	out := report.New(clients.Clock().Now(), report.Metadata{Mode: cfg.DryRun, Version: cfg.Version, Cluster: cfg.Cluster, ClusterUID: string(uid)})
+	out.Errors = append(out.Errors, brokenRules(broken)...)
 	for _, rec := range restoreOrder(records) {
 		out.Add(r.restore(ctx, rec))
 	}
@@ -352,4 +355,15 @@ func objectName(obj *unstructured.Unstructured) string {
 		return obj.GetKind() + " " + obj.GetName()
 	}
 	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// brokenRules are the errors of a restore whose rules could not all be built: each fails the run,
+// and the records of its rule are refused.
+func brokenRules(broken map[string]error) []report.Error {
+	var errs []report.Error
+	for _, name := range slices.Sorted(maps.Keys(broken)) {
+		errs = append(errs, report.Error{Stage: report.StagePlan, Rule: name, Fatal: true,
+			Message: fmt.Sprintf("rule %s could not be built, so its records cannot be checked: %v", name, broken[name])})
+	}
+	return errs
 }

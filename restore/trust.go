@@ -23,21 +23,28 @@ type trust struct {
 	// key is the sweeper's signing key, from its namespace; keyErr says why there is none.
 	key    []byte
 	keyErr error
-	// rules are the rules that write, by name.
-	rules map[string]rules.Authorized
+	// rules are the rules that write, by name; broken, those that could not be built, with why.
+	rules  map[string]rules.Authorized
+	broken map[string]error
 }
 
-// declared are the rules that write, by name, built with their defaults: what a rule may write
-// does not depend on its config. Preflight's drain, which no sweep runs, is one of them.
-func declared() map[string]rules.Authorized {
-	out := map[string]rules.Authorized{rules.PreflightName: rules.Preflight{}}
-	for _, reg := range rules.Registry() {
-		rule, err := reg.New(nil, rules.Settings{})
-		if authorized, ok := rule.(rules.Authorized); ok && err == nil {
-			out[reg.Name] = authorized
+// declared builds the rules of registry that write, by name, with the args given by name (nil:
+// their defaults): what a rule may write does not depend on its config. Preflight's drain, which
+// no sweep runs, is one of them. A rule that cannot be built is in broken, with why: its records
+// cannot be checked, and that is an error of the run, not a record of no rule's.
+func declared(registry []rules.Registration, args map[string]any) (authorized map[string]rules.Authorized, broken map[string]error) {
+	authorized, broken = map[string]rules.Authorized{rules.PreflightName: rules.Preflight{}}, map[string]error{}
+	for _, reg := range registry {
+		rule, err := reg.New(args[reg.Name], rules.Settings{})
+		if err != nil {
+			broken[reg.Name] = err
+			continue
+		}
+		if a, ok := rule.(rules.Authorized); ok {
+			authorized[reg.Name] = a
 		}
 	}
-	return out
+	return authorized, broken
 }
 
 // record checks a record before its pre-image is read: it is of this cluster, signed by its
@@ -52,6 +59,9 @@ func (t trust) record(rec Record) error {
 	}
 	if err := backup.Verify(t.key, rec.FindingResult, rec.clusterUID, rec.runID); err != nil {
 		return err
+	}
+	if err, ok := t.broken[rec.Rule]; ok {
+		return fmt.Errorf("rule %q could not be built (%v): its records cannot be checked", rec.Rule, err)
 	}
 	rule, ok := t.rules[rec.Rule]
 	gr := rec.resource().GroupResource()

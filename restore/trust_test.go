@@ -11,6 +11,7 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 var testKey = []byte(strings.Repeat("k", 32))
@@ -39,7 +40,7 @@ func signed(t *testing.T, obj *unstructured.Unstructured) Record {
 }
 
 func TestTrustRecord(t *testing.T) {
-	tr := trust{cluster: "prod", clusterUID: "uid-prod", key: testKey, rules: declared()}
+	tr := trust{cluster: "prod", clusterUID: "uid-prod", key: testKey, rules: authorized(t)}
 	good := signed(t, olmBinding())
 	require.NoError(t, tr.record(good))
 
@@ -54,7 +55,7 @@ func TestTrustRecord(t *testing.T) {
 		{name: "unsigned", change: func(r *Record) { r.Signature = "" }, wantErr: "carries no signature"},
 		{name: "edited: another object", change: func(r *Record) { r.Object.Name = "cluster-admin" }, wantErr: "was changed after the sweeper signed it"},
 		{name: "edited: another run", change: func(r *Record) { r.runID = "run-2" }, wantErr: "was changed"},
-		{name: "no signing key", trust: trust{cluster: "prod", clusterUID: "uid-prod", keyErr: assert.AnError, rules: declared()},
+		{name: "no signing key", trust: trust{cluster: "prod", clusterUID: "uid-prod", keyErr: assert.AnError, rules: authorized(t)},
 			wantErr: "nothing can be verified without the sweeper's signing key"},
 	}
 	for _, tt := range tests {
@@ -88,7 +89,7 @@ func TestTrustRecord(t *testing.T) {
 }
 
 func TestTrustPreImage(t *testing.T) {
-	tr := trust{cluster: "prod", clusterUID: "uid-prod", key: testKey, rules: declared()}
+	tr := trust{cluster: "prod", clusterUID: "uid-prod", key: testKey, rules: authorized(t)}
 	rec := signed(t, olmBinding())
 	require.NoError(t, tr.preImage(rec, olmBinding()))
 
@@ -135,4 +136,31 @@ func TestGrants(t *testing.T) {
 	}))
 	assert.Equal(t, []string{"it grants: [get list] on [secrets] of API groups [] named [etcd]"}, grants(role))
 	assert.Nil(t, grants(report.Image(reporttest.Object("v1", "ConfigMap", "shop", "cfg", "cm"))))
+}
+
+// authorized are the rules that write, as restore builds them.
+func authorized(t *testing.T) map[string]rules.Authorized {
+	t.Helper()
+	out, broken := declared(rules.Registry(), nil)
+	require.Empty(t, broken)
+	return out
+}
+
+// TestTrustARuleThatCannotBeBuilt: a rule whose constructor fails is an error of the run, and its
+// records are refused for that reason — not as records no rule of this version could have written.
+func TestTrustARuleThatCannotBeBuilt(t *testing.T) {
+	out, broken := declared(rules.Registry(), map[string]any{rules.OLMRBACName: "not the rule's arguments"})
+	require.Contains(t, broken, rules.OLMRBACName)
+	assert.NotContains(t, out, rules.OLMRBACName)
+	tr := trust{cluster: "prod", clusterUID: "uid-prod", key: testKey, rules: out, broken: broken}
+	err := tr.record(signed(t, olmBinding()))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `rule "olm-rbac" could not be built (rules.olm-rbac: arguments of type string, want rules.OLMRBACArgs): its records cannot be checked`)
+	assert.NotContains(t, err.Error(), "no sweep of this version could have written it")
+
+	errs := brokenRules(broken)
+	require.Len(t, errs, 1)
+	assert.Equal(t, report.StagePlan, errs[0].Stage)
+	assert.Equal(t, rules.OLMRBACName, errs[0].Rule)
+	assert.True(t, errs[0].Fatal, "it fails the run")
 }
