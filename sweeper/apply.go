@@ -8,13 +8,10 @@ import (
 	"regexp"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/clock"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -30,8 +27,9 @@ type Applier struct {
 	// records the Events.
 	Writer Writer
 	Logger *slog.Logger
-	// Clock times the Events; nil means no Events.
-	Clock clock.PassiveClock
+	// Events, if set, logs the writes applied, which the engine records as Events once they are
+	// done; nil means no Events.
+	Events *EventLog
 	// Confirmer checks the facts of an action re-planned after a lost race; nil means an action
 	// that rests on facts is not retried.
 	Confirmer *Confirmer
@@ -70,12 +68,13 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 			a.Logger.WarnContext(ctx, "the outcome of a write was not recorded with its pre-image", "kept", res.Before.Kept, "error", err)
 		}
 	}
-	if res.Outcome == report.OutcomeApplied {
+	if res.Outcome == report.OutcomeApplied && a.Events != nil {
 		action := f.Action
 		if res.Action != nil {
 			action = res.Action
 		}
-		a.recordEvent(ctx, acted, action, f.Reason)
+		ref := acted.Ref()
+		a.Events.Add(f.Rule, ref, action, f.Reason)
 	}
 	return res
 }
@@ -306,56 +305,6 @@ func (a *Applier) confirm(ctx context.Context, facts []rules.Fact) (bool, []stri
 // sameObjects reports whether two lists name the same objects.
 func sameObjects(a, b []rules.ObjectRef) bool {
 	return slices.EqualFunc(a, b, func(x, y rules.ObjectRef) bool { return x.UID == y.UID })
-}
-
-// component names the sweeper in the Events it records.
-const component = "operator-sweeper"
-
-// recordEvent tells the object's audience what was done to it and why, as kubectl describe
-// shows: reason OperatorSweeper<Action>. An Event that cannot be recorded is only logged.
-func (a *Applier) recordEvent(ctx context.Context, obj *rules.Object, action rules.Action, reason string) {
-	if a.Clock == nil {
-		return
-	}
-	namespace := obj.Namespace
-	if namespace == "" {
-		namespace = metav1.NamespaceDefault // where Events of cluster-scoped objects go
-	}
-	now := metav1.NewTime(a.Clock.Now())
-	message := action.String() + ": " + reason
-	if len(message) > 1024 {
-		message = message[:1024]
-	}
-	event := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.Name + ".", Namespace: namespace},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion:      obj.Resource.GroupVersion().String(),
-			Kind:            obj.Resource.Kind,
-			Namespace:       obj.Namespace,
-			Name:            obj.Name,
-			UID:             obj.UID,
-			ResourceVersion: obj.ResourceVersion,
-		},
-		Reason:              "OperatorSweeper" + action.Type(),
-		Message:             message,
-		Type:                corev1.EventTypeNormal,
-		Source:              corev1.EventSource{Component: component},
-		ReportingController: "operator-sweeper.io/operator-sweeper",
-		ReportingInstance:   component,
-		FirstTimestamp:      now,
-		LastTimestamp:       now,
-		Count:               1,
-	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(event)
-	if err == nil {
-		u := &unstructured.Unstructured{Object: content}
-		u.SetAPIVersion("v1")
-		u.SetKind("Event")
-		_, err = a.Writer.Dynamic.Resource(rules.Events.GroupVersionResource).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{})
-	}
-	if err != nil {
-		a.Logger.WarnContext(ctx, "event not recorded", "gvr", obj.Resource.String(), "namespace", obj.Namespace, "name", obj.Name, "error", err)
-	}
 }
 
 // planFor returns the finding with an action that rule plans for obj in view. A rule that panics

@@ -30,6 +30,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +42,8 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterfaceWithContext
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
+	// Events writes the Events of what was done (events.k8s.io/v1).
+	Events typedeventsv1.EventsV1Interface
 
 	serverClock *serverClock
 }
@@ -128,7 +131,11 @@ func NewClients(config *rest.Config, cc ClientConfig, logger *slog.Logger) (*Cli
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client for %s: %w", cfg.Host, err)
 	}
-	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, serverClock: serverClock}, nil
+	ev, err := typedeventsv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("events client for %s: %w", cfg.Host, err)
+	}
+	return &Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, Events: ev, serverClock: serverClock}, nil
 }
 
 // ClusterUID is the UID of the cluster's kube-system namespace: which cluster it is, whatever a

@@ -333,10 +333,13 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 // past --max-actions, and when a fact it rests on no longer holds, read again right before it.
 func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time.Time, planned []plannedFinding, r *report.Report) {
 	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Config.PageSize}
-	applier := &Applier{Writer: e.Clients.Writer(e.Config.DryRun, ""), Logger: e.Logger, Clock: e.Clock, Confirmer: confirmer,
+	applier := &Applier{Writer: e.Clients.Writer(e.Config.DryRun, ""), Logger: e.Logger, Confirmer: confirmer,
 		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
 	if e.Config.DryRun == report.DryRunNone {
 		applier.Keeper = e.keeper(r.Metadata)
+		applier.Events = &EventLog{}
+		// Once the writes are done, even if the run was interrupted: they were done.
+		defer applier.Events.Record(context.WithoutCancel(ctx), e.Clients.Events, e.Logger, inFlightGrace)
 	}
 	protected := patterns(e.Config.ProtectedNamespaces)
 	done := map[types.UID]bool{}   // objects acted on successfully in this run

@@ -27,7 +27,13 @@ func PolicyRules(ruleSet []rules.Rule, mode report.DryRunMode) []rbacv1.PolicyRu
 		}
 	}
 	if mode == report.DryRunNone && len(policy) > 0 {
-		policy = append(policy, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}})
+		policy = append(policy, EventsPolicyRule())
 	}
 	return policy
+}
+
+// EventsPolicyRule is what recording the Events of what was done needs (events.k8s.io/v1, which
+// client-go's events recorder writes; Events alike are joined before, so never patched).
+func EventsPolicyRule() rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}}
 }

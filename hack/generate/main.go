@@ -23,9 +23,12 @@ import (
 	"regexp"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func main() {
@@ -117,13 +120,18 @@ func clusterRoleRules(configFile string) (string, error) {
 		if !ok || len(authorized.PolicyRules()) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "# %s\n", rule.Name())
-		for _, p := range authorized.PolicyRules() {
-			fmt.Fprintf(&b, "- apiGroups: [%s]\n  resources: [%s]\n  verbs: [%s]\n", yamlList(p.APIGroups), yamlList(p.Resources), yamlList(p.Verbs))
-		}
+		writePolicyRules(&b, rule.Name(), authorized.PolicyRules()...)
 	}
-	b.WriteString("# The Event recorded on every object acted on.\n- apiGroups: [\"\"]\n  resources: [events]\n  verbs: [create]\n")
+	writePolicyRules(&b, "The Events of what was done.", sweeper.EventsPolicyRule())
 	return b.String(), nil
+}
+
+// writePolicyRules writes policy as ClusterRole rules under a comment.
+func writePolicyRules(b *strings.Builder, comment string, policy ...rbacv1.PolicyRule) {
+	fmt.Fprintf(b, "# %s\n", comment)
+	for _, p := range policy {
+		fmt.Fprintf(b, "- apiGroups: [%s]\n  resources: [%s]\n  verbs: [%s]\n", yamlList(p.APIGroups), yamlList(p.Resources), yamlList(p.Verbs))
+	}
 }
 
 // yamlList is a flow sequence of plain strings, quoting those YAML would not read as such.

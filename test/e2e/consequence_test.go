@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/deploy"
 )
@@ -90,6 +91,15 @@ func TestConsequencesAsTheServiceAccount(t *testing.T) {
 	assert.Equal(t, []string{"karpenter.sh/termination"}, testCluster.Current(t, nodeClaim[0]).GetFinalizers())
 	assert.Equal(t, []string{gadgetFinalizer}, testCluster.Current(t, gadget[0]).GetFinalizers())
 	assert.Nil(t, testCluster.Current(t, logging), "released, and gone")
+	// The ServiceAccount may record the Event of the release (events.k8s.io/v1; the Logging is
+	// cluster-scoped, so it is in default).
+	events, err := testCluster.Kube.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+		FieldSelector: "regarding.uid=" + string(logging.GetUID())})
+	require.NoError(t, err)
+	if assert.Len(t, events.Items, 1, "the release is recorded") {
+		assert.Equal(t, sweeper.ReportingController, events.Items[0].ReportingController)
+		assert.Equal(t, "OperatorSweeperRemoveFinalizers", events.Items[0].Reason)
+	}
 }
 
 // TestAdmissionPolicyRefusesGuardedFinalizers: even granted patch on NodeClaims by a role of the

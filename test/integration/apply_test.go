@@ -18,9 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -68,6 +68,14 @@ type applyFixture struct {
 	namespace string
 	rec       *recorder
 	applier   func(report.DryRunMode) *sweeper.Applier
+	// events writes the Events an applier logged (recordEvents).
+	events typedeventsv1.EventsV1Interface
+	logger *slog.Logger
+}
+
+// recordEvents records the Events of what a applied, as the engine does once its writes are done.
+func (f applyFixture) recordEvents(a *sweeper.Applier) {
+	a.Events.Record(context.Background(), f.events, f.logger, 10*time.Second)
 }
 
 func newApplyFixture(t *testing.T) applyFixture {
@@ -79,13 +87,17 @@ func newApplyFixture(t *testing.T) applyFixture {
 	require.NoError(t, err)
 	dyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
+	events, err := typedeventsv1.NewForConfig(cfg)
+	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
 	return applyFixture{
 		namespace: ns,
 		rec:       rec,
 		applier: func(mode report.DryRunMode) *sweeper.Applier {
-			return &sweeper.Applier{Writer: sweeper.Writer{Metadata: client, Dynamic: dyn, Mode: mode}, Logger: logger, Clock: clock.RealClock{}}
+			return &sweeper.Applier{Writer: sweeper.Writer{Metadata: client, Dynamic: dyn, Mode: mode}, Logger: logger, Events: &sweeper.EventLog{}}
 		},
+		events: events,
+		logger: logger,
 	}
 }
 
@@ -134,7 +146,9 @@ func TestApplyRemovesOneFinalizerOfTwo(t *testing.T) {
 	obj := f.configMap(t, "cm", finalizerA, finalizerB)
 	view, finding := plan(t, releaseA(f.namespace), obj)
 
-	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	applier := f.applier(report.DryRunNone)
+	res := applier.Apply(context.Background(), releaseA(f.namespace), view, finding)
+	f.recordEvents(applier)
 
 	assert.Equal(t, report.OutcomeApplied, res.Outcome, res.Detail)
 	require.NotNil(t, res.Before, "the pre-image, read right before the write")
@@ -344,7 +358,9 @@ func TestApplyWithNothingLeftToRemove(t *testing.T) {
 	view := rules.NewView(time.Now(), []rules.Resource{configMaps}, rules.Coverage{}, []*rules.Object{obj})
 	finding := rules.Finding{Rule: "test", Object: obj.Ref(), Action: rules.RemoveFinalizers{Finalizers: []string{finalizerA}}}
 
-	res := f.applier(report.DryRunNone).Apply(context.Background(), releaseA(f.namespace), view, finding)
+	applier := f.applier(report.DryRunNone)
+	res := applier.Apply(context.Background(), releaseA(f.namespace), view, finding)
+	f.recordEvents(applier)
 
 	assert.Equal(t, report.OutcomeSkipped, res.Outcome)
 	assert.Equal(t, report.ReasonResolved, res.Reason)

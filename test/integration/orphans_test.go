@@ -17,6 +17,7 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 )
 
@@ -136,7 +137,7 @@ func TestF4LoggingOperatorUninstalled(t *testing.T) {
 	event := events.Items[0]
 	assert.Equal(t, "OperatorSweeperRemoveFinalizers", event.Reason)
 	assert.Equal(t, "Normal", event.Type)
-	assert.Equal(t, "operator-sweeper", event.Source.Component)
+	assert.Equal(t, sweeper.ReportingController, event.ReportingController)
 	assert.Equal(t, "remove finalizers "+fluentdFinalizer+", "+syslogNGFinalizer+", "+telemetryFinalizer+": "+logging.Reason, event.Message)
 
 	second := sweep(t, sweepOptions(), nil)
