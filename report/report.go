@@ -96,6 +96,8 @@ const (
 	ReasonMinAge Reason = "min-age"
 	// ReasonZoneOutage: the node is in a zone where most nodes are not Ready at once.
 	ReasonZoneOutage Reason = rules.HeldZoneOutage
+	// ReasonNotDrainable: a drain cannot tell which workload finalizes the custom resource.
+	ReasonNotDrainable Reason = rules.HeldNotDrainable
 	// ReasonInterrupted: the run was interrupted (SIGTERM, SIGINT, --timeout) before the action.
 	ReasonInterrupted Reason = "interrupted"
 	// ReasonNotRestorable: restore cannot undo the action (a pod deleted, a deletion under way).

@@ -278,11 +278,15 @@ func (p *preflightPlan) customResources(r Preflight, served []servedMapping, crd
 		f := Finding{Object: obj.Ref(), Evidence: why}
 		switch {
 		case !r.drain:
+		// What a drain cannot delete is held, not left out: it would stay blocked, and the drain
+		// says so rather than finish as if all were drained.
 		case !drainable:
-			f.Evidence = append(f.Evidence, "not drained: Deployments, StatefulSets and DaemonSets were not all listed, so another instance of the operator may serve it")
+			f.Action = Delete{}
+			f.Held = &Held{Reason: HeldNotDrainable, Detail: "not drained: Deployments, StatefulSets and DaemonSets were not all listed, so another instance of the operator may serve it"}
 		case domainOnly || by == nil:
 			// A CRD's domain does not say which install finalizes an object: another instance may.
-			f.Evidence = append(f.Evidence, "not drained: only a controller mapping says which workload finalizes it (add one to the config)")
+			f.Action = Delete{}
+			f.Held = &Held{Reason: HeldNotDrainable, Detail: "not drained: only a controller mapping says which workload finalizes it (add one to the config)"}
 		default:
 			f.Action = Delete{}
 			f.Facts = []Fact{r.operatorRuns(*by)}

@@ -134,6 +134,8 @@ type pfWant struct {
 	evidence []string
 	drained  bool
 	optIn    string
+	// held is why the drain's delete is held back (it is planned, never sent).
+	held string
 }
 
 func TestPreflightPlan(t *testing.T) {
@@ -346,6 +348,26 @@ func TestPreflightPlan(t *testing.T) {
 			want:      []pfWant{{object: widget, reason: holds, evidence: []string{served, drainedBy}, drained: true}},
 		},
 		{
+			// Deleted, it may stay Terminating: held, so that the drain says it is left blocked.
+			name:      "drain: a CR tied by the CRD's API domain alone is held, not drained",
+			uninstall: pfHelm(false),
+			drain:     true,
+			objects:   []*Object{pfOperator(), gizmoCRD, gizmo},
+			want: []pfWant{
+				{
+					object:   gizmo,
+					reason:   "holds " + pfGizmoFinal + ", which only " + helmTarget + " removes: uninstalled first, it stays Terminating once deleted",
+					evidence: []string{inDomain},
+					held:     HeldNotDrainable,
+				},
+				{
+					object:   gizmoCRD,
+					reason:   "1 of its 1 custom resources hold a finalizer only " + helmTarget + " removes: deleted after it, the CRD never goes",
+					evidence: []string{"CRD gizmos.example.com has 1 custom resources"},
+				},
+			},
+		},
+		{
 			name:      "protected mapping, not draining: reported",
 			uninstall: pfUninstall(),
 			mappings:  []FinalizerOwner{protected},
@@ -551,6 +573,15 @@ func assertPreflightFindings(t *testing.T, u Uninstall, want []pfWant, findings 
 		assert.Equal(t, w.reason, f.Reason, name)
 		assert.Equal(t, w.evidence, f.Evidence, name)
 		assert.Equal(t, w.optIn, f.OptIn, name)
+		if w.held != "" {
+			assert.Equal(t, Delete{}, f.Action, name)
+			if assert.NotNil(t, f.Held, name) {
+				assert.Equal(t, w.held, f.Held.Reason, name)
+			}
+			assert.Empty(t, f.Facts, name)
+			continue
+		}
+		assert.Nil(t, f.Held, name)
 		if !w.drained {
 			assert.Nil(t, f.Action, name)
 			assert.Empty(t, f.Facts, name)

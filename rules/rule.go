@@ -172,6 +172,10 @@ type Held struct {
 // HeldZoneOutage holds back what would be done on a node in a zone-wide outage.
 const HeldZoneOutage = "zone-outage"
 
+// HeldNotDrainable holds back a drain's delete of a custom resource when nothing says which
+// workload finalizes it: deleted, it may stay Terminating.
+const HeldNotDrainable = "not-drainable"
+
 // ObjectRef identifies an observed object, including the version the rule saw.
 type ObjectRef struct {
 	Resource        schema.GroupVersionResource

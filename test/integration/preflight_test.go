@@ -380,6 +380,27 @@ func TestPreflightDrainProtected(t *testing.T) {
 	require.Equal(t, 0, code, "drained, as asked\n%s", stderr)
 }
 
+// TestPreflightDrainWithoutAMapping: with no controller mapping, only the CRD's API domain ties
+// the Gizmos to the release, which does not say which install finalizes them: a drain deletes
+// none, reports each skipped (not-drainable), and exits 1, not 0 — the README's
+// "preflight --drain --dry-run=none && helm uninstall" must not go on to leave them stuck.
+func TestPreflightDrainWithoutAMapping(t *testing.T) {
+	f := newGizmoFixture(t)
+	require.NoError(t, os.WriteFile(f.config, []byte("finalizers: []\n"), 0o600))
+	before := resourceVersions(t, f.gizmos)
+
+	rep, stderr, code := f.preflight(t, "helm/gizmo", "--drain", "--dry-run=none", "--drain-timeout=1m")
+	require.Equal(t, 1, code, "nothing drained: the Gizmos would be left blocked\n%s", stderr)
+	assert.Contains(t, stderr, "3 custom resources were not drained")
+	for _, g := range f.gizmos {
+		finding := byObject(rep)["Gizmo "+g.GetNamespace()+"/"+g.GetName()]
+		assert.Equal(t, report.OutcomeSkipped, finding.Outcome, g.GetName())
+		assert.Equal(t, report.ReasonNotDrainable, finding.SkipReason, g.GetName())
+		assert.Contains(t, finding.Error, "only a controller mapping says which workload finalizes it")
+	}
+	assert.Equal(t, before, resourceVersions(t, f.gizmos), "nothing deleted")
+}
+
 // TestPreflightCSVWithALongName: a CSV whose name is no label value (over 63 characters) labels
 // nothing; its preflight walks the cluster and prints its report rather than failing, with no
 // report, on a selector the client refuses. (Exit 0 or 1: the walk of this shared cluster may meet
