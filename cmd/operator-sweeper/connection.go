@@ -79,6 +79,22 @@ func (c *connection) begin() {
 	}
 }
 
+// ensureState makes sure, for a run that writes, that the sweeper's namespace is there to keep its
+// signing key and pre-images in: created when missing and the user may, else an InputError that
+// says what to do (sweeper.EnsureStateNamespace).
+func (c *connection) ensureState(o *options.Options, writes bool) error {
+	if !writes {
+		return nil
+	}
+	namespace := o.Namespace()
+	created, err := sweeper.EnsureStateNamespace(c.ctx, c.clients, namespace)
+	if created {
+		c.logger.InfoContext(c.ctx, "created the sweeper's namespace, where a run that writes keeps its signing key and pre-images (Pod Security: restricted)",
+			"namespace", namespace)
+	}
+	return err
+}
+
 // sweep is a sweep of the cluster connected to, as cfg says, by ruleSet.
 func (c *connection) sweep(cfg sweeper.Config, ruleSet []rules.Rule) *report.Report {
 	cfg.Cluster = c.cluster

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -19,7 +21,7 @@ import (
 // FleetReport. Each cluster's metrics and notification go out as a single sweep's. It fails as the
 // worst of the clusters.
 func sweepFleet(ctx context.Context, o *options.Options, ruleSet []rules.Rule, s streams) error {
-	members, err := connectFleet(ctx, o, s)
+	members, err := connectFleet(ctx, o, s, o.DryRun == report.DryRunNone)
 	if err != nil {
 		return err
 	}
@@ -39,12 +41,16 @@ type member struct {
 	report  *report.Report
 	verdict error
 	absent  string
+	// stateErr is why the sweeper's namespace is not there for a run that writes.
+	stateErr error
 }
 
 // connectFleet connects to every context --contexts or --all-contexts selects, at most
 // --cluster-concurrency at once. A context that cannot be reached gets that error as its report;
-// two contexts of one cluster (the same kube-system UID) are swept once, as the first.
-func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member, error) {
+// two contexts of one cluster (the same kube-system UID) are swept once, as the first. For a run
+// that writes, a cluster without the sweeper's namespace, which cannot be created, stops the
+// fleet before anything is planned: an InputError naming each.
+func connectFleet(ctx context.Context, o *options.Options, s streams, writes bool) ([]*member, error) {
 	contexts, err := sweeper.Contexts(o.Kubeconfig, o.Contexts, o.AllContexts)
 	if err != nil {
 		return nil, err
@@ -65,6 +71,9 @@ func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member
 			}
 			conn.progress = nil // one line of progress cannot show several clusters
 			m.conn = conn
+			if err := conn.ensureState(&m.opts, writes); err != nil {
+				m.stateErr = err
+			}
 			// Not read, the cluster is swept: a duplicate costs a second sweep, never a missed one.
 			uids[i], _ = conn.clients.ClusterUID(conn.ctx)
 			return nil
@@ -86,6 +95,27 @@ func connectFleet(ctx context.Context, o *options.Options, s streams) ([]*member
 			continue
 		}
 		sweptAs[uids[i]] = name
+	}
+	var noState []string
+	for _, m := range members {
+		if m.conn == nil || m.stateErr == nil {
+			continue
+		}
+		if input := (*sweeper.InputError)(nil); errors.As(m.stateErr, &input) {
+			noState = append(noState, m.opts.Cluster+": "+m.stateErr.Error())
+			continue
+		}
+		m.conn.cancel()
+		m.conn = nil
+		m.unreachable(m.stateErr)
+	}
+	if len(noState) > 0 {
+		for _, m := range members {
+			if m.conn != nil {
+				m.conn.cancel()
+			}
+		}
+		return nil, sweeper.InputErrorf("%s", strings.Join(noState, "; "))
 	}
 	return members, nil
 }

@@ -74,6 +74,9 @@ func (c *preflightCommand) run(ctx context.Context, o *options.Options, s stream
 	if err != nil {
 		return err
 	}
+	if err := conn.ensureState(o, o.Drain && o.DryRun == report.DryRunNone); err != nil {
+		return err
+	}
 	r, verdict := preflightCluster(conn, o, settings, uninstall)
 	output := o.OutputOptions
 	output.FailOnFindings = false // the verdict says
@@ -86,7 +89,7 @@ func (c *preflightCommand) run(ctx context.Context, o *options.Options, s stream
 // runFleet preflights every context: one where the target is not installed has nothing to
 // preflight, which its report says; a target installed nowhere is bad input.
 func (c *preflightCommand) runFleet(ctx context.Context, o *options.Options, settings rules.Settings, s streams) error {
-	members, err := connectFleet(ctx, o, s)
+	members, err := connectFleet(ctx, o, s, o.Drain && o.DryRun == report.DryRunNone)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
@@ -45,6 +46,9 @@ func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) err
 		return err
 	}
 	defer conn.cancel()
+	if err := conn.ensureState(o, o.DryRun == report.DryRunNone); err != nil {
+		return err
+	}
 	r := conn.sweep(o.EngineConfig(), ruleSet)
 	// The notification and the push have deadlines of their own: a run that ran out of time still
 	// says that it failed.
