@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,9 @@ type ProxyRequest struct {
 	Fault Fault
 	// Forwarded says the request was sent on to the API server.
 	Forwarded bool
+	// DryRun says the request asked not to be persisted: dryRun=All in its query, or, for a
+	// DELETE, in the DeleteOptions of its body, where client-go puts it.
+	DryRun bool
 	// Status is the API server's answer, or the one injected; for a reset request, the API
 	// server's answer the client never got. 0 while there is none, and for a stalled request the
 	// client gave up on.
@@ -309,8 +313,22 @@ func (p *FaultProxy) arrive(r *http.Request) (int, Fault) {
 			fault = FaultThrottled
 		}
 	}
-	p.requests = append(p.requests, ProxyRequest{Seq: len(p.requests) + 1, Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Fault: fault})
+	p.requests = append(p.requests, ProxyRequest{Seq: len(p.requests) + 1, Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), DryRun: dryRun(r), Fault: fault})
 	return len(p.requests) - 1, fault
+}
+
+// dryRun says whether r asks not to be persisted. A DELETE's body is read and put back.
+func dryRun(r *http.Request) bool {
+	if slices.Contains(r.URL.Query()["dryRun"], metav1.DryRunAll) {
+		return true
+	}
+	if r.Method != http.MethodDelete || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var options metav1.DeleteOptions
+	return err == nil && json.Unmarshal(body, &options) == nil && slices.Contains(options.DryRun, metav1.DryRunAll)
 }
 
 // update changes the log's entry i.
