@@ -136,7 +136,7 @@ func TestNotifySlackFromURLFile(t *testing.T) {
 	for _, out := range []string{stdout, stderr} {
 		assert.NotContains(t, out, notifySecret)
 	}
-	assert.Contains(t, stderr, `msg="notification sent" url=`+rcv.URL+"/… format=slack")
+	assert.Contains(t, stderr, `msg="notification sent" cluster=slack-`+ns+` url=`+rcv.URL+"/… format=slack")
 
 	got := rcv.received()
 	require.Len(t, got, 1)
