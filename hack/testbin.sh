@@ -5,11 +5,19 @@
 #
 #   hack/testbin.sh        kube-apiserver and etcd
 #   hack/testbin.sh kubectl  and kubectl, for make bench (under a minute more once kube-apiserver is built)
+#   hack/testbin.sh floor  kube-apiserver of KUBE_FLOOR_VERSION (the oldest minor docs/deploying.md
+#                          supports) and etcd: the control plane of make test-compat
 #   hack/testbin.sh controllers  and kube-controller-manager, kube-scheduler, kubectl, kwok, OLM v0's
 #                          olm and catalog operators, and opm: what test/controllers runs
-#   hack/testbin.sh all    and prometheus-operator with its CRDs, and Argo CD's application-controller
-#                          with its CRDs: what test/operators runs too (about 10 minutes in all on
-#                          2 cores, from empty caches; seconds afterwards)
+#   hack/testbin.sh controllers-newest  the same with OLM_NEWEST_VERSION, the newest OLM v0 the
+#                          module proxy serves: what make test-controllers-newest-olm runs
+#   hack/testbin.sh all    controllers, and prometheus-operator with its CRDs, Argo CD's
+#                          application-controller with its CRDs, and Kyverno's admission controller
+#                          with its CRDs: what test/operators runs too
+#
+# What each costs to build from empty caches, and the suites they serve: docs/testing.md#timings.
+# What several of them share is built once: etcd (one for every Kubernetes version), kwok and opm
+# (one for both OLM versions: opm only serves the demo catalog, over OLM's stable registry API).
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod points every k8s.io/*
 # staging module at ./staging/... and requires them at v0.0.0. A throwaway module replaces each of
@@ -19,26 +27,46 @@
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
+# The oldest Kubernetes minor docs/deploying.md supports, at its newest patch the proxy serves
+# (v1.31.15 and later are refused).
+KUBE_FLOOR_VERSION="${KUBE_FLOOR_VERSION:-v1.31.14}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 # v0.28.0 force-deletes evicted catalog pods (#3201) only when its health check fails, and the
 # check counts a Terminating pod as healthy (fixed later by #3366): its catalog pods stay stuck on a
 # lost node (F5), as test/controllers shows.
 OLM_VERSION="${OLM_VERSION:-v0.28.0}"
-REGISTRY_VERSION="${REGISTRY_VERSION:-v1.41.0}" # what OLM_VERSION requires
+# The newest OLM v0 the module proxy serves (v0.46.1 and v0.47.0 are refused). Since v0.29 it
+# force-deletes its own registry pods on dead nodes (#3366).
+OLM_NEWEST_VERSION="${OLM_NEWEST_VERSION:-v0.46.0}"
+REGISTRY_VERSION="${REGISTRY_VERSION:-v1.41.0}" # what OLM v0.28.0 requires; it serves both OLMs
 # kube-prometheus-stack's operator; the first with the status-cleanup finalizer (behind a gate).
 PROMOP_VERSION="${PROMOP_VERSION:-v0.85.0}"
 # The newest Argo CD that builds from the module proxy: v3.2.12 does not compile, and v3.3 and later
 # need a gitops-engine module the proxy does not have.
 ARGOCD_VERSION="${ARGOCD_VERSION:-v3.2.11}"
+# Kyverno's admission controller: it registers its own webhook configurations at run time, and
+# `helm uninstall` leaves them behind (kyverno#2623, #3039).
+KYVERNO_VERSION="${KYVERNO_VERSION:-v1.19.1}"
+
+mode="${1:-}"
+case "$mode" in
+"" | kubectl | controllers | all) ;;
+floor) KUBE_VERSION="$KUBE_FLOOR_VERSION" ;;
+controllers-newest) OLM_VERSION="$OLM_NEWEST_VERSION" ;;
+*) echo "hack/testbin.sh: unknown argument $mode: give none, kubectl, floor, controllers, controllers-newest or all" >&2; exit 2 ;;
+esac
+
 STAGING_VERSION="v0${KUBE_VERSION#v1}"
 root="${XDG_CACHE_HOME:-$HOME/.cache}/operator-sweeper/testbin"
 kube="$root/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}"
+etcd="$root/etcd-${ETCD_VERSION}"
 kwok="$root/kwok-${KWOK_VERSION}"
 olm="$root/olm-${OLM_VERSION}"
 opm="$root/opm-${REGISTRY_VERSION}"
 promop="$root/prometheus-operator-${PROMOP_VERSION}"
 argocd="$root/argocd-${ARGOCD_VERSION}"
+kyverno="$root/kyverno-${KYVERNO_VERSION}"
 
 log() { echo "hack/testbin.sh: $*" >&2; }
 # quiet runs a command and shows its output only when it fails. Each component's build runs in a
@@ -76,13 +104,8 @@ module_dir() {
   cp -r "$dir/." "$2" && chmod -R u+w "$2" && rm -rf "$2/vendor"
 }
 
-mode="${1:-}"
-case "$mode" in
-"" | kubectl | controllers | all) ;;
-*) log "unknown argument $mode: give none, kubectl, controllers or all"; exit 2 ;;
-esac
 controllers=false all=false
-[[ $mode == controllers || $mode == all ]] && controllers=true
+[[ $mode == controllers || $mode == controllers-newest || $mode == all ]] && controllers=true
 [[ $mode == all ]] && all=true
 kube_binaries=(kube-apiserver)
 # kubectl runs the kubectl plugin in the tests; make bench times the kubectl loop admins run. It is
@@ -104,7 +127,7 @@ fetch_etcd() {
   quiet go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
   quiet go list -deps go.etcd.io/etcd/server/v3
 }
-build_etcd() { quiet build_file "$kube/etcd" "" go.etcd.io/etcd/server/v3; }
+build_etcd() { mkdir -p "$etcd" && quiet build_file "$etcd/etcd" "" go.etcd.io/etcd/server/v3; }
 
 fetch_kube() {
   quiet go mod init testbin/kube
@@ -208,8 +231,31 @@ build_argocd() {
   rm -rf "$argocd/argocd-crds" && mv "$argocd/argocd-crds.tmp" "$argocd/argocd-crds"
 }
 
+fetch_kyverno() {
+  module_dir "github.com/kyverno/kyverno@${KYVERNO_VERSION}" .
+  quiet go list -deps ./cmd/kyverno
+}
+build_kyverno() {
+  mkdir -p "$kyverno"
+  # The admission controller only: it registers and serves the webhooks (the background, cleanup
+  # and reports controllers are other binaries, not needed for them).
+  quiet build_into "$kyverno" "-X github.com/kyverno/kyverno/pkg/version.BuildVersion=${KYVERNO_VERSION}" ./cmd/kyverno
+  rm -rf "$kyverno/kyverno-crds.tmp" && mkdir -p "$kyverno/kyverno-crds.tmp"
+  cp config/crds/*/*.yaml "$kyverno/kyverno-crds.tmp/"
+  rm -rf "$kyverno/kyverno-crds" && mv "$kyverno/kyverno-crds.tmp" "$kyverno/kyverno-crds"
+}
+
+# etcd was once built into each Kubernetes version's folder: one built so is taken, not rebuilt.
+if missing "$etcd/etcd"; then
+  for f in "$root"/kube-*-etcd-"${ETCD_VERSION}"/etcd; do
+    if [[ -f "$f" && ! -L "$f" ]]; then
+      mkdir -p "$etcd" && cp "$f" "$etcd/etcd.tmp" && mv "$etcd/etcd.tmp" "$etcd/etcd"
+      break
+    fi
+  done
+fi
 components=()
-missing "$kube/etcd" && components+=(etcd)
+missing "$etcd/etcd" && components+=(etcd)
 kube_want=()
 for b in "${kube_binaries[@]}"; do missing "$kube/$b" && kube_want+=("$b"); done
 [[ ${#kube_want[@]} -gt 0 ]] && components+=(kube)
@@ -221,6 +267,7 @@ fi
 if $all; then
   missing "$promop/prometheus-operator" "$promop/prometheus-operator-crds" && components+=(promop)
   missing "$argocd/argocd-application-controller" "$argocd/argocd-crds" && components+=(argocd)
+  missing "$kyverno/kyverno" "$kyverno/kyverno-crds" && components+=(kyverno)
 fi
 
 if [[ ${#components[@]} -gt 0 ]]; then
@@ -253,16 +300,21 @@ if [[ ${#components[@]} -gt 0 ]]; then
   log "built ${components[*]} in $((SECONDS - started))s"
 fi
 
+mkdir -p "$kube" && ln -sfn "$etcd/etcd" "$kube/etcd"
+# Which Kubernetes the folder holds: test/cluster checks the API server it starts says so.
+[[ -f "$kube/kube-version" ]] || echo "$KUBE_VERSION" >"$kube/kube-version"
 if ! $controllers; then
   echo "$kube"
   exit 0
 fi
+# Which OLM the folder holds, for the tests whose expectations differ by version.
+[[ -f "$olm/olm-version" ]] || echo "$OLM_VERSION" >"$olm/olm-version"
 # One folder with every binary of the mode, for KUBEBUILDER_ASSETS and test/cluster.
 bin="$root/controllers-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}"
 folders=("$kube" "$kwok" "$olm" "$opm")
 if $all; then
-  bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}-argocd-${ARGOCD_VERSION}"
-  folders+=("$promop" "$argocd")
+  bin="$root/all-kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-olm-${OLM_VERSION}-opm-${REGISTRY_VERSION}-promop-${PROMOP_VERSION}-argocd-${ARGOCD_VERSION}-kyverno-${KYVERNO_VERSION}"
+  folders+=("$promop" "$argocd" "$kyverno")
 fi
 mkdir -p "$bin"
 for dir in "${folders[@]}"; do

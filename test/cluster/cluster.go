@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,6 +90,10 @@ func StartWith(components Components) (*Cluster, error) {
 		_ = env.Stop()
 		return nil, err
 	}
+	if err := c.checkVersion(); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
 	if err := c.startComponents(context.Background(), components); err != nil {
 		_ = c.Stop()
 		return nil, err
@@ -123,6 +128,35 @@ func (c *Cluster) init() error {
 	// The sweeper keeps its pre-images and signing key in its namespace, which its manifests
 	// create; a binary run outside a pod names it by default.
 	return c.EnsureNamespace(context.Background(), SweeperNamespace)
+}
+
+// checkVersion checks that the API server is the Kubernetes version KUBEBUILDER_ASSETS says it
+// holds (its file kube-version, which hack/testbin.sh writes): a suite meant for one version, such
+// as make test-compat's, cannot run on another unnoticed.
+func (c *Cluster) checkVersion() error {
+	want, err := os.ReadFile(filepath.Join(c.assets, "kube-version"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // a folder of binaries of another making: nothing says which version
+	} else if err != nil {
+		return err
+	}
+	info, err := c.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("the API server's version: %w", err)
+	}
+	if strings.TrimSpace(string(want)) != info.GitVersion {
+		return fmt.Errorf("the API server is Kubernetes %s, not %s as KUBEBUILDER_ASSETS=%s says", info.GitVersion, strings.TrimSpace(string(want)), c.assets)
+	}
+	return nil
+}
+
+// ServerVersion is the API server's Kubernetes version, as it says (v1.37.2).
+func (c *Cluster) ServerVersion() (string, error) {
+	info, err := c.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return info.GitVersion, nil
 }
 
 // Stop stops the control plane and removes its files.

@@ -20,6 +20,11 @@ type Components struct {
 	Controllers bool
 	// OLM runs OLM v0's olm-operator and catalog-operator, in namespace olm, in restart loops.
 	OLM bool
+	// EndpointRouting has kube-apiserver call a webhook at an endpoint of its Service
+	// (--enable-aggregator-routing) rather than at its cluster IP, which nothing serves here: how
+	// it reaches an admission webhook a process of the test serves, whose Service's EndpointSlice
+	// names the loopback address (see StartKyverno).
+	EndpointRouting bool
 }
 
 // OLMNamespace is where OLM runs, as upstream installs it.
@@ -28,6 +33,9 @@ const OLMNamespace = "olm"
 // configure sets the API server's flags the components need: pods tolerate a NotReady or
 // unreachable node for 5 seconds, not 300, so that the taint manager evicts them within seconds.
 func (components Components) configure(env *envtest.Environment) {
+	if components.EndpointRouting {
+		env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
+	}
 	if components.Controllers {
 		env.ControlPlane.GetAPIServer().Configure().
 			Set("default-not-ready-toleration-seconds", "5").
@@ -158,6 +166,18 @@ func (c *Cluster) StartKwok(group string) (*Process, error) {
 		"--node-lease-duration-seconds=10",
 		"--server-address=",
 	)
+}
+
+// Log returns what the processes named name (catalog-operator, kyverno) have logged so far.
+func (c *Cluster) Log(name string) string {
+	var b strings.Builder
+	for _, p := range c.processes {
+		if p.Name == name {
+			data, _ := os.ReadFile(p.Log)
+			b.Write(data)
+		}
+	}
+	return b.String()
 }
 
 // Logs returns the last lines of every process's log, for a test that failed.

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -66,10 +68,40 @@ func OLMDeployment(name, namespace string, replicas int) string {
 	return strings.NewReplacer("NAMESPACE", namespace, "NAME", name, "REPLICAS", fmt.Sprint(replicas), "BINARY", OLMDeployments[name]).Replace(olmDeployment)
 }
 
-// SetOLMDeployments creates OLM's Deployments in OLMNamespace, or scales them, to replicas.
+// OLMVersion is the version of the OLM the cluster runs (StartOLM): the one hack/testbin.sh built
+// into KUBEBUILDER_ASSETS, which says it in its file olm-version.
+func (c *Cluster) OLMVersion() (string, error) {
+	data, err := os.ReadFile(filepath.Join(c.assets, "olm-version"))
+	if err != nil {
+		return "", fmt.Errorf("which OLM KUBEBUILDER_ASSETS=%s holds (hack/testbin.sh controllers writes it): %w", c.assets, err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// OLMRepairsDeadCatalogPods reports whether the OLM the cluster runs force-deletes its own
+// registry pods on a dead node (operator-framework/operator-lifecycle-manager#3366, v0.29.0):
+// those the taint manager marked DisruptionTarget.
+func (c *Cluster) OLMRepairsDeadCatalogPods() (bool, error) {
+	version, err := c.OLMVersion()
+	if err != nil {
+		return false, err
+	}
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false, fmt.Errorf("OLM version %q is not vMAJOR.MINOR.PATCH: %w", version, err)
+	}
+	return major > 0 || minor >= 29, nil
+}
+
+// SetOLMDeployments creates OLM's Deployments in OLMNamespace, or scales them, to replicas; their
+// image is of the OLM the cluster runs.
 func (c *Cluster) SetOLMDeployments(ctx context.Context, replicas int) error {
+	version, err := c.OLMVersion()
+	if err != nil {
+		return err
+	}
 	for name := range OLMDeployments {
-		objs, err := Decode(OLMDeployment(name, OLMNamespace, replicas))
+		objs, err := Decode(strings.Replace(OLMDeployment(name, OLMNamespace, replicas), "olm:v0.28.0", "olm:"+version, 1))
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,14 +49,18 @@ func TestF5CatalogPodOnLostNode(t *testing.T) {
 	// The doomed node's kubelet stops for good; the taint manager evicts the catalog pod.
 	require.NoError(t, doomed.Stop())
 	require.NoError(t, testCluster.WaitNodeReady(ctx, "doomed-1", corev1.ConditionUnknown))
+	repairs, err := testCluster.OLMRepairsDeadCatalogPods()
+	require.NoError(t, err)
+	if repairs {
+		f5OLMRepairs(t, ns, pods, blip)
+		return
+	}
 	pods["lost"], err = testCluster.WaitEvicted(ctx, pods["lost"])
 	require.NoError(t, err)
 	graceEnds := pods["lost"].DeletionTimestamp.Time
 	// Shortly before the sweep, another node's kubelet goes away, and an admin deletes its pod.
 	time.Sleep(time.Until(graceEnds.Add(-15 * time.Second)))
-	require.NoError(t, blip.Stop())
-	require.NoError(t, testCluster.WaitNodeReady(ctx, "blip-1", corev1.ConditionUnknown))
-	require.NoError(t, testCluster.Kube.CoreV1().Pods(ns).Delete(ctx, pods["blip"].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}))
+	blipGoesAway(t, ns, pods, blip)
 	// The catalog can run elsewhere once its pod is gone.
 	require.NoError(t, setNodeLabel(ctx, stableNodes[0], cluster.CatalogNodeLabel+"lost", "true"))
 	t.Cleanup(func() { _ = setNodeLabel(ctx, stableNodes[0], cluster.CatalogNodeLabel+"lost", "") })
@@ -81,10 +86,80 @@ func TestF5CatalogPodOnLostNode(t *testing.T) {
 		return pod != nil && pod.Spec.NodeName == stableNodes[0]
 	})
 
-	// The blip ends: the kubelet comes back and finishes the deletion itself.
-	_, err = testCluster.StartKwok("blip")
+	blipEnds(t, pods)
+}
+
+// f5OLMRepairs is F5 with an OLM that force-deletes its own registry pods on a dead node
+// (operator-framework/operator-lifecycle-manager#3366, v0.29.0 and later): the catalog-operator
+// deletes the evicted pod itself, long before its grace period ends, and runs the catalog again
+// once a node may take it. The sweeper and OLM do not fight: the sweep after it finds the pod
+// gone and acts on nothing, fails nothing, and leaves OLM's new pod alone; the pod of a node away
+// for less than --node-not-ready-for is left to its kubelet, as with an older OLM.
+func f5OLMRepairs(t *testing.T, ns string, pods map[string]*corev1.Pod, blip *cluster.Process) {
+	t.Helper()
+	ctx := context.Background()
+	lostAt := time.Now()
+	testCluster.Eventually(t, time.Minute, "OLM force-deletes its evicted registry pod itself", func() bool { return gone(t, pods["lost"]) })
+	t.Logf("OLM deleted the registry pod of the lost node %s after the node was Unknown", time.Since(lostAt).Round(time.Second))
+	assert.Less(t, time.Since(lostAt), 25*time.Second, "within the pod's grace period (30 s after its eviction, 5 s after the node is lost): OLM force-deleted it")
+	// The catalog can run elsewhere.
+	require.NoError(t, setNodeLabel(ctx, stableNodes[0], cluster.CatalogNodeLabel+"lost", "true"))
+	t.Cleanup(func() { _ = setNodeLabel(ctx, stableNodes[0], cluster.CatalogNodeLabel+"lost", "") })
+	var replacement *corev1.Pod
+	testCluster.Eventually(t, time.Minute, "OLM runs the catalog again, on a Ready node", func() bool {
+		replacement = servingPod(t, ns, "lost")
+		return replacement != nil && replacement.Spec.NodeName == stableNodes[0]
+	})
+	// Another node's kubelet goes away, and an admin deletes its pod.
+	blipGoesAway(t, ns, pods, blip)
+	time.Sleep(2 * time.Second) // past the admin's one-second grace period
+
+	rep := sweep(t)
+
+	for _, f := range rep.Findings {
+		if f.Object.Namespace == ns {
+			assert.NotEqual(t, report.OutcomeFailed, f.Outcome, "%s %s %s: %s", f.Rule, f.Object.Kind, f.Object.Name, f.Error)
+		}
+	}
+	assert.Nil(t, cluster.FindingAbout(rep, "catalog-pods", podObject(pods["lost"])), "OLM deleted it already")
+	assert.Nil(t, cluster.FindingAbout(rep, "catalog-pods", podObject(replacement)), "OLM's new pod runs on a Ready node")
+	assert.Nil(t, cluster.FindingAbout(rep, "catalog-pods", podObject(pods["blip"])), "its node may come back")
+	assert.Empty(t, cluster.ActedOn(rep, ns), "nothing left to do")
+	// OLM deleted the pod (a second attempt, on a stale cache, finds it gone: no error), and none of
+	// its deletions failed.
+	var deletions int
+	for _, line := range strings.Split(testCluster.Log("catalog-operator"), "\n") {
+		if strings.Contains(line, "force deleting dead pod") && strings.Contains(line, pods["lost"].Name) {
+			deletions++
+		}
+		assert.NotContains(t, line, "error deleting dead pods")
+	}
+	assert.GreaterOrEqual(t, deletions, 1, "OLM says it force-deleted the pod")
+	if now := servingPod(t, ns, "lost"); assert.NotNil(t, now, "OLM's new pod serves") {
+		assert.Equal(t, replacement.UID, now.UID, "and is the one it made")
+	}
+	if live := servingPod(t, ns, "live"); assert.NotNil(t, live, "a pod on a live node is kept") {
+		assert.Equal(t, pods["live"].UID, live.UID, "a pod on a live node is kept")
+	}
+	blipEnds(t, pods)
+}
+
+// blipGoesAway stops the kubelet of the blip node and deletes its catalog pod, as an admin does:
+// the pod stays Terminating while its node is away.
+func blipGoesAway(t *testing.T, ns string, pods map[string]*corev1.Pod, blip *cluster.Process) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, blip.Stop())
+	require.NoError(t, testCluster.WaitNodeReady(ctx, "blip-1", corev1.ConditionUnknown))
+	require.NoError(t, testCluster.Kube.CoreV1().Pods(ns).Delete(ctx, pods["blip"].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}))
+}
+
+// blipEnds starts the blip node's kubelet again, which finishes the deletion of its pod itself.
+func blipEnds(t *testing.T, pods map[string]*corev1.Pod) {
+	t.Helper()
+	_, err := testCluster.StartKwok("blip")
 	require.NoError(t, err)
-	require.NoError(t, testCluster.WaitNodeReady(ctx, "blip-1", corev1.ConditionTrue))
+	require.NoError(t, testCluster.WaitNodeReady(context.Background(), "blip-1", corev1.ConditionTrue))
 	testCluster.Eventually(t, time.Minute, "the kubelet finishes the deletion", func() bool { return gone(t, pods["blip"]) })
 }
 

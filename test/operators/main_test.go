@@ -25,7 +25,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	cluster.Main(m, &testCluster, cluster.Components{Controllers: true}, func(dir string) (err error) {
+	cluster.Main(m, &testCluster, cluster.Components{Controllers: true, EndpointRouting: true}, func(dir string) (err error) {
 		sweeperBinary, err = cluster.Build(dir, cluster.ReleaseStamp)
 		return err
 	})
