@@ -48,7 +48,7 @@ func TestPolicyRules(t *testing.T) {
 				"%s: patch only where a finalizer may be released, or an InstallPlan re-owned", grant)
 		case "get":
 		default:
-			assert.Contains(t, []string{"delete /pods", "create /events"}, grant, "no opt-in: nothing is deleted but catalog pods")
+			assert.Contains(t, []string{"delete /pods", "create events.k8s.io/events"}, grant, "no opt-in: nothing is deleted but catalog pods")
 		}
 	}
 
