@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/operator-sweeper/operator-sweeper/report"
 )
 
@@ -30,6 +32,19 @@ type Store interface {
 	// the first where the store can (a file), and is dropped where it cannot (a Secret, which is
 	// never changed once kept: the report has the outcome).
 	Record(ctx context.Context, rec report.BackupRecord, outcome bool) error
+	// Batch keeps the pre-images and records of many writes, durably, before any of them is
+	// sent: each entry's body is placed (its Pre says where), then its record made and kept.
+	Batch(ctx context.Context, entries []Entry) error
+}
+
+// Entry is one write's pre-image, kept in a Batch: its object as read right before the write, and
+// its signed record, which can only be made once the body is placed (the record names where).
+type Entry struct {
+	// Name names the object in a file (FileSafe).
+	Name   string
+	Object *unstructured.Unstructured
+	Pre    *report.PreImage
+	Record func(pre *report.PreImage) (report.BackupRecord, error)
 }
 
 // NewRunID names a run: its start, and a random suffix for the runs of the same second (the

@@ -81,6 +81,24 @@ func (d *Dir) Record(_ context.Context, rec report.BackupRecord, _ bool) error {
 	return nil
 }
 
+// Batch implements Store: each entry's two files, written and synced in turn.
+func (d *Dir) Batch(ctx context.Context, entries []Entry) error {
+	for _, e := range entries {
+		err := d.Body(ctx, e.Name, e.Pre, func(body *report.BodyWriter) error { return body.Write(e.Object) })
+		if err != nil {
+			return err
+		}
+		rec, err := e.Record(e.Pre)
+		if err == nil {
+			err = d.Record(ctx, rec, false)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
 // FileSafe names an object in a file or object name: kind.group-namespace-name.

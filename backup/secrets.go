@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -55,6 +56,7 @@ type Secrets struct {
 	Namespace string
 	RunID     string
 	writes    int
+	batches   int
 }
 
 // Body implements Store.
@@ -161,12 +163,18 @@ func secretOf(pre *report.PreImage) (namespace, name string, ok bool) {
 func LoadRun(ctx context.Context, client Client, namespace, runID string) ([]report.BackupRecord, error) {
 	var records []report.BackupRecord
 	err := eachSecret(ctx, client, namespace, PreImageLabel+"=true,"+RunLabel+"="+runID, func(meta metav1.PartialObjectMetadata) error {
-		if !isRecord(meta.Name) {
+		batch := isBatch(meta.Name)
+		if !batch && !isRecord(meta.Name) {
 			return nil // a body's part
 		}
 		secret, err := client.Dynamic.Resource(secretsResource).Namespace(namespace).Get(ctx, meta.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("read the record %s/%s: %w", namespace, meta.Name, err)
+		}
+		if batch {
+			kept, err := batchRecords(secret)
+			records = append(records, kept...)
+			return err
 		}
 		data, ok, err := secretData(secret, recordKey)
 		if err != nil || !ok {
@@ -183,7 +191,7 @@ func LoadRun(ctx context.Context, client Client, namespace, runID string) ([]rep
 		return nil, fmt.Errorf("read the Secrets of run %s in %s: %w", runID, namespace, err)
 	}
 	slices.SortFunc(records, func(a, b report.BackupRecord) int {
-		return strings.Compare(a.Finding.Before.Kept, b.Finding.Before.Kept)
+		return cmp.Or(strings.Compare(a.Finding.Before.Kept, b.Finding.Before.Kept), strings.Compare(a.Finding.Before.Entry, b.Finding.Before.Entry))
 	})
 	return records, nil
 }
@@ -232,7 +240,32 @@ func eachSecret(ctx context.Context, client Client, namespace, selector string, 
 
 // OpenSecrets opens the body a record kept in Secrets names; it reads its parts one at a time.
 func OpenSecrets(ctx context.Context, client dynamic.Interface, pre *report.PreImage) (*Body, error) {
+	return (&SecretsReader{Client: client}).Open(ctx, pre)
+}
+
+// SecretsReader opens the bodies records kept in Secrets name. It holds the batch Secret it read
+// last: restore opens a batch's bodies one after another, and a batch Secret is up to 900 KiB,
+// read once rather than once per body. Kept Secrets are immutable; one deleted and created again
+// meanwhile would fail the SHA-256 each body is checked against.
+type SecretsReader struct {
+	Client dynamic.Interface
+	batch  *unstructured.Unstructured
+}
+
+// Open opens the body pre names.
+func (r *SecretsReader) Open(ctx context.Context, pre *report.PreImage) (*Body, error) {
 	namespace, name, ok := secretOf(pre)
+	if ok && pre.Entry != "" && isBatch(name) {
+		if r.batch == nil || r.batch.GetNamespace() != namespace || r.batch.GetName() != name {
+			secret, err := r.Client.Resource(secretsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("read the pre-image: %w", err)
+			}
+			r.batch = secret
+		}
+		return openBatchBody(r.batch, pre)
+	}
+	client := r.Client
 	if !ok || pre.Parts < 1 {
 		return nil, fmt.Errorf("the record names no body kept in Secrets (%q)", pre.Kept)
 	}

@@ -30,6 +30,9 @@ type PreImage struct {
 	Kept string `json:"kept,omitempty"`
 	// Parts counts the Secrets the body is split into, each under the API server's size limit.
 	Parts int `json:"parts,omitempty"`
+	// Entry, when set, says the body is one of many in a Secret that keeps a batch of writes'
+	// pre-images, under the data key body-<entry>, with their records; Parts is then 0.
+	Entry string `json:"entry,omitempty"`
 	// SHA256 is the hex SHA-256 of the body, uncompressed: restore refuses a body that differs.
 	SHA256 string `json:"sha256,omitempty"`
 	// CustomResources counts, for a CustomResourceDefinition deleted, the custom resources kept
@@ -64,6 +67,14 @@ type BodyWriter struct {
 func NewBodyWriter(w io.Writer) *BodyWriter {
 	gz, digest := gzip.NewWriter(w), sha256.New()
 	return &BodyWriter{gz: gz, digest: digest, enc: json.NewEncoder(io.MultiWriter(gz, digest))}
+}
+
+// Reset makes b write another body, to w: a compressor costs most of a megabyte to make, and a
+// batch of small bodies reuses one.
+func (b *BodyWriter) Reset(w io.Writer) {
+	b.gz.Reset(w)
+	b.digest.Reset()
+	b.n = 0
 }
 
 // Write adds an object, as its image.

@@ -72,12 +72,14 @@ func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []Re
 	}
 	key, keyErr := backup.Key(ctx, clients.Dynamic, cfg.Namespace, false)
 	authorized, broken := declared(rules.Registry(), nil)
+	writer := clients.Writer(cfg.DryRun, FieldManager)
 	r := &restorer{
-		Writer:  clients.Writer(cfg.DryRun, FieldManager),
+		Writer:  writer,
 		Logger:  logger,
 		records: records,
 		trust:   trust{cluster: cfg.Cluster, clusterUID: string(uid), key: key, keyErr: keyErr, rules: authorized, broken: broken},
 		mapper:  clients.Mapper(),
+		secrets: &backup.SecretsReader{Client: writer.Dynamic},
 	}
 	out := report.New(clients.Clock().Now(), report.Metadata{Mode: cfg.DryRun, Version: cfg.Version, Cluster: cfg.Cluster, ClusterUID: string(uid)})
 	out.Errors = append(out.Errors, brokenRules(broken)...)
@@ -124,6 +126,7 @@ type restorer struct {
 	records []Record
 	trust   trust
 	mapper  meta.RESTMapperWithContext
+	secrets *backup.SecretsReader
 }
 
 // restore undoes the action of one record, and returns it as a finding of the restore report.
@@ -183,7 +186,7 @@ func (r *restorer) open(ctx context.Context, rec Record) (*backup.Body, error) {
 	if strings.HasPrefix(rec.Before.Kept, "file:") {
 		return nil, fmt.Errorf("its pre-image is kept in a --backup-dir (%s): restore --from that directory", rec.Before.Kept)
 	}
-	return backup.OpenSecrets(ctx, r.Writer.Dynamic, rec.Before)
+	return r.secrets.Open(ctx, rec.Before)
 }
 
 // preImage reads a record's pre-image, and the rest of its body, which it checks against its
