@@ -83,6 +83,10 @@ func Registry(r *report.Report, enabled []Rule, stages []string, succeeded bool)
 	}
 	gauge("objects_scanned", "Objects listed by the last run.").WithLabelValues().Set(float64(r.Summary.Scanned))
 
+	gauge("actions_held_back", "Actions --max-actions held back in the last run: the next runs take them.").
+		WithLabelValues().Set(float64(r.Summary.HeldBack))
+	gauge("runs_to_finish", "Runs like the last one that the actions --max-actions held back need, at that cap; 0 when none was held back.").
+		WithLabelValues().Set(float64(r.Summary.RunsToFinish))
 	findings := gauge("findings", "Findings of the last run, by rule and severity.", "rule", "severity")
 	actions := gauge("actions", "Actions of the last run, by rule, action type, outcome (planned, dry-run, applied, failed, skipped) and, for skipped and failed ones, reason.",
 		"rule", "action", "outcome", "reason")

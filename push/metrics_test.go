@@ -23,6 +23,7 @@ import (
 func TestRegistry(t *testing.T) {
 	r := reporttest.Sample()
 	r.Summary.Incomplete = true
+	r.Summary.HoldBack(50) // its one action held back by --max-actions: one more run
 	enabled := []Rule{
 		{Name: "stuck-terminating"},
 		{Name: "orphans", Actions: []string{"RemoveFinalizers"}},
@@ -44,6 +45,9 @@ operator_sweeper_actions{action="RemoveFinalizers",outcome="failed",reason="",ru
 operator_sweeper_actions{action="RemoveFinalizers",outcome="planned",reason="",rule="orphans"} 0
 operator_sweeper_actions{action="RemoveFinalizers",outcome="skipped",reason="",rule="orphans"} 0
 operator_sweeper_actions{action="SetOwnerReferences",outcome="failed",reason="api-error",rule="orphans"} 1
+# HELP operator_sweeper_actions_held_back Actions --max-actions held back in the last run: the next runs take them.
+# TYPE operator_sweeper_actions_held_back gauge
+operator_sweeper_actions_held_back 1
 # HELP operator_sweeper_errors Problems of the last run, by stage; a resource that could not be listed counts under observe.
 # TYPE operator_sweeper_errors gauge
 operator_sweeper_errors{stage="apply"} 0
@@ -79,6 +83,9 @@ operator_sweeper_resources_scanned 3
 # HELP operator_sweeper_run_duration_seconds How long the last run took.
 # TYPE operator_sweeper_run_duration_seconds gauge
 operator_sweeper_run_duration_seconds 1.5
+# HELP operator_sweeper_runs_to_finish Runs like the last one that the actions --max-actions held back need, at that cap; 0 when none was held back.
+# TYPE operator_sweeper_runs_to_finish gauge
+operator_sweeper_runs_to_finish 1
 `))
 	require.NoError(t, err)
 

@@ -27,14 +27,18 @@ type Fleet struct {
 // FleetSummary counts the findings and outcomes of every cluster, and names the clusters whose
 // run failed or could not list everything.
 type FleetSummary struct {
-	Clusters   int      `json:"clusters"`
-	Findings   int      `json:"findings"`
-	Planned    int      `json:"planned"`
-	Applied    int      `json:"applied"`
-	Failed     int      `json:"failed"`
-	Skipped    int      `json:"skipped"`
-	Incomplete []string `json:"incomplete,omitempty"`
-	FailedRuns []string `json:"failedRuns,omitempty"`
+	Clusters int `json:"clusters"`
+	Findings int `json:"findings"`
+	Planned  int `json:"planned"`
+	Applied  int `json:"applied"`
+	Failed   int `json:"failed"`
+	Skipped  int `json:"skipped"`
+	// HeldBack counts the actions --max-actions held back in every cluster; RunsToFinish is the
+	// most runs one cluster needs to take its own.
+	HeldBack     int      `json:"heldBack,omitempty"`
+	RunsToFinish int      `json:"runsToFinish,omitempty"`
+	Incomplete   []string `json:"incomplete,omitempty"`
+	FailedRuns   []string `json:"failedRuns,omitempty"`
 }
 
 // NewFleet is the fleet of reports, in the order of their clusters' names. Two reports of one
@@ -53,6 +57,8 @@ func NewFleet(reports []*Report) (*Fleet, error) {
 		f.Summary.Applied += s.Applied
 		f.Summary.Failed += s.Failed
 		f.Summary.Skipped += s.Skipped
+		f.Summary.HeldBack += s.HeldBack
+		f.Summary.RunsToFinish = max(f.Summary.RunsToFinish, s.RunsToFinish)
 		if s.Incomplete {
 			f.Summary.Incomplete = append(f.Summary.Incomplete, r.Metadata.Cluster)
 		}

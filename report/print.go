@@ -130,9 +130,22 @@ func (r *Report) SummaryLine() string {
 	if s.Incomplete {
 		errors += " (incomplete: not everything could be listed)"
 	}
-	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %s;%s cluster %s, mode %s, %s.",
-		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, errors, r.stuckNamespacesLine(),
+	return fmt.Sprintf("%d findings (%d planned, %d applied, %d failed, %d skipped) in %d objects of %d resource types; %s;%s%s cluster %s, mode %s, %s.",
+		s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.Scanned, s.Resources, errors, r.heldBackLine(), r.stuckNamespacesLine(),
 		dash(r.Metadata.Cluster), r.Metadata.Mode, r.Metadata.EndTime.Sub(r.Metadata.StartTime.Time).Round(time.Millisecond))
+}
+
+// heldBackLine is " 2000 held back by --max-actions, 40 more runs at this cap;", or nothing.
+func (r *Report) heldBackLine() string {
+	s := r.Summary
+	if s.HeldBack == 0 {
+		return ""
+	}
+	runs := "runs"
+	if s.RunsToFinish == 1 {
+		runs = "run"
+	}
+	return fmt.Sprintf(" %d held back by --max-actions, %d more %s at this cap;", s.HeldBack, s.RunsToFinish, runs)
 }
 
 // stuckNamespacesLine is " stuck namespaces by root cause: orphaned-finalizers 2, dead-apiservices 1;",

@@ -165,6 +165,10 @@ type Summary struct {
 	Applied  int `json:"applied"`
 	Failed   int `json:"failed"`
 	Skipped  int `json:"skipped"`
+	// HeldBack counts the actions --max-actions held back (skipped, limit): the next runs take
+	// them; RunsToFinish is how many runs at this cap that takes, this one's limit on each.
+	HeldBack     int `json:"heldBack,omitempty"`
+	RunsToFinish int `json:"runsToFinish,omitempty"`
 	// Incomplete says the run could not observe everything, although no stage failed: an API
 	// group's discovery or a list failed after retries (errors names each, stage inventory or
 	// observe). Nothing is concluded from what was not fully listed, so findings may be missing.
@@ -259,6 +263,18 @@ func (r *Report) Add(f FindingResult) {
 	r.Findings = append(r.Findings, f)
 }
 
+// AddAll adds findings, in their order, as Add does each.
+func (r *Report) AddAll(findings []FindingResult) {
+	for _, f := range findings {
+		r.Summary.count(f)
+	}
+	if r.Findings == nil {
+		r.Findings = findings // not copied: the caller hands them over
+		return
+	}
+	r.Findings = append(r.Findings, findings...)
+}
+
 // count counts a finding and its outcome.
 func (s *Summary) count(f FindingResult) {
 	s.Findings++
@@ -272,6 +288,17 @@ func (s *Summary) count(f FindingResult) {
 		s.Failed++
 	case f.Outcome == OutcomeSkipped:
 		s.Skipped++
+		if f.SkipReason == ReasonLimit {
+			s.HeldBack++
+		}
+	}
+}
+
+// HoldBack says what the held-back actions need at a cap of maxActions a run: RunsToFinish.
+func (s *Summary) HoldBack(maxActions int) {
+	s.RunsToFinish = 0
+	if maxActions > 0 {
+		s.RunsToFinish = (s.HeldBack + maxActions - 1) / maxActions
 	}
 }
 
@@ -298,7 +325,7 @@ func (r *Report) MarkStayed(stayed map[types.UID]string) int {
 // recount counts the findings and their outcomes again.
 func (r *Report) recount() {
 	s := &r.Summary
-	s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped = 0, 0, 0, 0, 0
+	s.Findings, s.Planned, s.Applied, s.Failed, s.Skipped, s.HeldBack = 0, 0, 0, 0, 0, 0
 	for _, f := range r.Findings {
 		s.count(f)
 	}

@@ -19,7 +19,7 @@ import (
 
 func TestReportSummary(t *testing.T) {
 	r := reporttest.Sample()
-	assert.Equal(t, report.Summary{Resources: 3, Scanned: 42, Findings: 5, Planned: 1, Applied: 1, Failed: 1, Skipped: 1}, r.Summary)
+	assert.Equal(t, report.Summary{Resources: 3, Scanned: 42, Findings: 5, Planned: 1, Applied: 1, Failed: 1, Skipped: 1, HeldBack: 1, RunsToFinish: 1}, r.Summary)
 	assert.True(t, r.Failed(), "a failed action fails the run")
 
 	r = reporttest.New(time.Now())
@@ -48,7 +48,7 @@ func TestReportJSONShape(t *testing.T) {
 	assert.JSONEq(t, `"sweeper.operator-sweeper.io/v1alpha1"`, string(doc["apiVersion"]))
 	assert.JSONEq(t, `"SweepReport"`, string(doc["kind"]))
 	assert.Equal(t, []string{"cluster", "endTime", "mode", "startTime", "version"}, keys(t, doc["metadata"]))
-	assert.Equal(t, []string{"applied", "failed", "findings", "incomplete", "planned", "resources", "scanned", "skipped"}, keys(t, doc["summary"]))
+	assert.Equal(t, []string{"applied", "failed", "findings", "heldBack", "incomplete", "planned", "resources", "runsToFinish", "scanned", "skipped"}, keys(t, doc["summary"]))
 
 	var findings []json.RawMessage
 	require.NoError(t, json.Unmarshal(doc["findings"], &findings))
@@ -109,7 +109,7 @@ STAGE          RULE     RESOURCE   ERROR
 observe        -        pods       forbidden
 plan (fatal)   broken   -          rule panicked: boom
 
-5 findings (1 planned, 1 applied, 1 failed, 1 skipped) in 42 objects of 3 resource types; 2 errors; cluster prod, mode client, 1.5s.
+5 findings (1 planned, 1 applied, 1 failed, 1 skipped) in 42 objects of 3 resource types; 2 errors; 1 held back by --max-actions, 1 more run at this cap; cluster prod, mode client, 1.5s.
 `, out.String())
 
 	out.Reset()

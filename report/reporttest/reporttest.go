@@ -91,6 +91,7 @@ func Sample() *report.Report {
 	r.Errors = append(r.Errors, report.Error{Stage: report.StageObserve, Resource: "pods", Message: "forbidden"},
 		report.Error{Stage: report.StagePlan, Rule: "broken", Message: "rule panicked: boom", Fatal: true})
 	r.Metadata.EndTime.Time = start.Add(1500 * time.Millisecond)
+	r.Summary.HoldBack(100) // the action held back by --max-actions=100
 	return r
 }
 
