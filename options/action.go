@@ -18,6 +18,7 @@ import (
 // The flags of the groups that govern actions: limits, dry-run and backup.
 const (
 	FlagMaxActions          = "max-actions"
+	FlagWriteConcurrency    = "write-concurrency"
 	FlagProtectedNamespaces = "protected-namespaces"
 	FlagMinAge              = "min-age"
 	FlagDryRun              = "dry-run"
@@ -35,6 +36,8 @@ type LimitOptions struct {
 	// nothing created after the sweep began is, whatever MinAge says. Rules apply it to the state
 	// of what they read, too.
 	MinAge metav1.Duration `json:"min-age"`
+	// WriteConcurrency bounds the writes in flight at once.
+	WriteConcurrency int `json:"write-concurrency"`
 }
 
 func defaultLimitOptions() LimitOptions {
@@ -42,6 +45,7 @@ func defaultLimitOptions() LimitOptions {
 		MaxActions:          100,
 		ProtectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"},
 		MinAge:              metav1.Duration{Duration: 10 * time.Minute},
+		WriteConcurrency:    sweeper.DefaultWriteConcurrency,
 	}
 }
 
@@ -50,6 +54,7 @@ func (o *LimitOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxActions, FlagMaxActions, o.MaxActions, "At most this many actions per run; the rest are skipped (reason limit). 0: no cap.")
 	fs.StringSliceVar(&o.ProtectedNamespaces, FlagProtectedNamespaces, o.ProtectedNamespaces, "Report, but never act, in these namespaces (names or globs).")
 	fs.DurationVar(&o.MinAge.Duration, FlagMinAge, o.MinAge.Duration, "Never delete or re-own an object younger than this (nor one created after the sweep began).")
+	fs.IntVar(&o.WriteConcurrency, FlagWriteConcurrency, o.WriteConcurrency, "At most this many writes (and reads of their objects) in flight at once.")
 }
 
 // Validate returns every problem of the group.
@@ -60,6 +65,9 @@ func (o *LimitOptions) Validate() []error {
 	}
 	if o.MinAge.Duration < 0 {
 		errs = append(errs, invalid(FlagMinAge, o.MinAge.Duration, "it must not be negative"))
+	}
+	if o.WriteConcurrency < 1 {
+		errs = append(errs, invalid(FlagWriteConcurrency, o.WriteConcurrency, "use 1 or more"))
 	}
 	errs = append(errs, validPatterns(FlagProtectedNamespaces, o.ProtectedNamespaces)...)
 	if len(o.ProtectedNamespaces) == 0 {
@@ -74,6 +82,7 @@ func (o *LimitOptions) Validate() []error {
 // ApplyTo sets the sweep's limits.
 func (o *LimitOptions) ApplyTo(cfg *sweeper.Config) {
 	cfg.MaxActions, cfg.ProtectedNamespaces, cfg.MinAge = o.MaxActions, o.ProtectedNamespaces, o.MinAge.Duration
+	cfg.WriteConcurrency = o.WriteConcurrency
 }
 
 // DryRunOptions say whether and how a command's writes reach the API server.

@@ -39,6 +39,8 @@ type Applier struct {
 	// Keeper, if set, keeps the signed record of each write and its object's pre-image before the
 	// write is sent (--dry-run=none): a write whose pre-image cannot be kept is not sent.
 	Keeper *Keeper
+	// Concurrency bounds the requests of a batch in flight at once (ApplyBatch); 0 is 1.
+	Concurrency int
 }
 
 // Apply carries out the action of a finding that rule planned from view. A write that loses a
@@ -59,6 +61,12 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 	}
 
 	res, acted := a.apply(ctx, rule, view, obj, f)
+	return a.finish(ctx, view, f, res, acted)
+}
+
+// finish ends an action: a failure blamed on the webhook that refused it, the outcome recorded
+// with the pre-image, and an applied write logged for its Event.
+func (a *Applier) finish(ctx context.Context, view *rules.View, f rules.Finding, res Result, acted *rules.Object) Result {
 	if res.Outcome == report.OutcomeFailed {
 		blamed(view, &res)
 	}
@@ -73,8 +81,7 @@ func (a *Applier) Apply(ctx context.Context, rule rules.Rule, view *rules.View, 
 		if res.Action != nil {
 			action = res.Action
 		}
-		ref := acted.Ref()
-		a.Events.Add(f.Rule, ref, action, f.Reason)
+		a.Events.Add(f.Rule, acted.Ref(), action, f.Reason)
 	}
 	return res
 }
@@ -89,8 +96,14 @@ const maxReplans = 5
 // still is one, is sent, at most maxReplans times. It returns the result and the object as it was
 // acted on.
 func (a *Applier) apply(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding) (res Result, acted *rules.Object) {
+	err := a.take(ctx, f, obj, f.Action, &res)
+	return a.settle(ctx, rule, view, obj, f, err, res)
+}
+
+// settle judges the first attempt of f's action on obj, which ended with err, and re-plans and
+// retries it as apply says.
+func (a *Applier) settle(ctx context.Context, rule rules.Rule, view *rules.View, obj *rules.Object, f rules.Finding, err error, res Result) (Result, *rules.Object) {
 	action := f.Action
-	err := a.take(ctx, f, obj, action, &res)
 	for attempt := 0; ; attempt++ {
 		uncertain := mayNotHaveHappened(err)
 		if !uncertain && !mayHaveLostRace(err) {
@@ -156,14 +169,11 @@ func replannedAs(res Result) Result {
 // it: they are streamed into its pre-image page by page, never held all at once, and counted again
 // right before the delete; a count that changed meanwhile stops it.
 func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, action rules.Action, res *Result) error {
-	u, err := dynamicClient(a.Writer.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace).Get(ctx, obj.Name, metav1.GetOptions{})
-	switch {
-	case err != nil:
+	u, err := a.read(ctx, obj)
+	if err != nil {
 		return err
-	case u.GetUID() != obj.UID || u.GetResourceVersion() != obj.ResourceVersion:
-		return apierrors.NewConflict(obj.Resource.GroupResource(), obj.Name, errors.New("the object changed after it was observed"))
 	}
-	pre := &report.PreImage{Resource: obj.Resource.Resource, Finalizers: u.GetFinalizers(), OwnerReferences: u.GetOwnerReferences()}
+	pre := preImageOf(obj, u)
 	_, deletes := action.(rules.Delete)
 	crd := deletes && isCRD(obj.Resource.GroupVersionResource)
 	var kept customResources
@@ -183,7 +193,7 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 	}
 	if a.Keeper != nil {
 		f.Action = action
-		err := a.Keeper.Store.Body(ctx, backup.FileSafe(report.ObjectOf(f.Object)), pre, func(body *report.BodyWriter) error {
+		err := a.Keeper.body(ctx, backup.FileSafe(report.ObjectOf(f.Object)), pre, func(body *report.BodyWriter) error {
 			return errors.Join(body.Write(u), customResources(body))
 		})
 		if err == nil {
@@ -202,6 +212,35 @@ func (a *Applier) take(ctx context.Context, f rules.Finding, obj *rules.Object, 
 		}
 	}
 	return a.send(ctx, obj, action)
+}
+
+// read reads obj in full, as it was observed: the body its pre-image keeps. The API server's
+// watch cache answers first (resourceVersion 0), which costs it no read of etcd; an answer of
+// another version (the cache behind, or the object changed) is asked of etcd. An object that is
+// not as observed, read from etcd, has won a race.
+func (a *Applier) read(ctx context.Context, obj *rules.Object) (*unstructured.Unstructured, error) {
+	client := dynamicClient(a.Writer.Dynamic, obj.Resource.GroupVersionResource, obj.Namespace)
+	u, err := client.Get(ctx, obj.Name, metav1.GetOptions{ResourceVersion: "0"})
+	if err == nil && u.GetUID() == obj.UID && u.GetResourceVersion() == obj.ResourceVersion {
+		return u, nil
+	}
+	u, err = client.Get(ctx, obj.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return nil, err
+	case u.GetUID() != obj.UID || u.GetResourceVersion() != obj.ResourceVersion:
+		return nil, apierrors.NewConflict(obj.Resource.GroupResource(), obj.Name, errors.New("the object changed after it was observed"))
+	}
+	return u, nil
+}
+
+// preImageOf is what undoing a write to obj, read as u, needs short of its body.
+func preImageOf(obj *rules.Object, u *unstructured.Unstructured) *report.PreImage {
+	finalizers := u.GetFinalizers()
+	if slices.Equal(finalizers, obj.Finalizers) {
+		finalizers = obj.Finalizers // the view's, shared by thousands alike: the report holds them all
+	}
+	return &report.PreImage{Resource: obj.Resource.Resource, Finalizers: finalizers, OwnerReferences: u.GetOwnerReferences()}
 }
 
 // recount lists a CustomResourceDefinition's custom resources again, right before its delete, and

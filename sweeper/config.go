@@ -33,6 +33,9 @@ type Config struct {
 	// MinAge is how old an object must be before it is deleted or its ownerReferences changed;
 	// nothing created after the sweep began is, whatever MinAge says.
 	MinAge time.Duration
+	// WriteConcurrency bounds the writes in flight at once (and the reads of their objects right
+	// before them); 0 means DefaultWriteConcurrency.
+	WriteConcurrency int
 
 	// Namespace is the sweeper's own: where, without BackupDir, it keeps the pre-images of the
 	// objects it writes, in Secrets, and, either way, the key it signs their records with.
@@ -43,6 +46,16 @@ type Config struct {
 	// BackupRetention is how long pre-images are kept: older ones are removed at the start of each
 	// run.
 	BackupRetention time.Duration
+}
+
+// DefaultWriteConcurrency is the writes in flight at once unless said otherwise.
+const DefaultWriteConcurrency = 8
+
+func (c Config) writeConcurrency() int {
+	if c.WriteConcurrency > 0 {
+		return c.WriteConcurrency
+	}
+	return DefaultWriteConcurrency
 }
 
 // metadata is the report's metadata of a run with this config.

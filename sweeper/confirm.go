@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,11 +18,12 @@ import (
 
 // Confirmer checks, live, the facts an action rests on, right before the write: the way the
 // garbage collector re-reads an owner before it deletes a dependent. A fact that can change back
-// (an object absent by name, a controller gone, a node lost) is read again for every Confirm:
-// nothing holds it between writes. Only a fact that cannot change back once it holds (an object of
-// a UID being deleted or gone: rules.Lasting) is kept for the rest of the run, as the garbage
-// collector keeps an owner's UID known absent. Reads are shared by the facts of one Confirm only,
-// and dropped after it: what the Confirmer holds is bounded by one action's facts.
+// (an object absent by name, a controller gone, a node lost) is read again for every check:
+// nothing holds it from one check to the next. Only a fact that cannot change back once it holds
+// (an object of a UID being deleted or gone: rules.Lasting) is kept for the rest of the run, as
+// the garbage collector keeps an owner's UID known absent. Reads are shared by the facts of one
+// check only, and dropped after it: one action's (Confirm), or one batch's, whose writes are sent
+// right after it (ConfirmBatch). It is safe for concurrent use.
 type Confirmer struct {
 	// Observed is the view the rules planned from: it says which resources were walked.
 	Observed *rules.View
@@ -30,6 +32,7 @@ type Confirmer struct {
 	Clock    clock.PassiveClock
 	PageSize int64
 
+	mu sync.Mutex
 	// lasting are the facts that held and cannot change back, by key, with their evidence.
 	lasting map[string]string
 }
@@ -38,31 +41,85 @@ type Confirmer struct {
 // for each checked. It stops at the first that does not hold, or cannot be checked (a read
 // failed, or its resource was not walked).
 func (c *Confirmer) Confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
-	if c.lasting == nil {
-		c.lasting = map[string]string{}
-	}
-	reads := map[string]readResult{} // this check's
-	evidence := make([]string, 0, len(facts))
-	for _, fact := range facts {
-		if line, known := c.lasting[fact.Key()]; known {
-			evidence = append(evidence, line)
-			continue
-		}
-		holds, line := c.check(ctx, fact, reads)
-		evidence = append(evidence, line)
-		if !holds {
-			return false, evidence
-		}
-		if lasting, ok := fact.(rules.Lasting); ok && lasting.Lasting() {
-			c.lasting[fact.Key()] = line
-		}
-	}
-	return true, evidence
+	return c.newCheck().confirm(ctx, facts)
 }
 
 // Reconfirm is Confirm, for an action re-planned because its object changed.
 func (c *Confirmer) Reconfirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
 	return c.Confirm(ctx, facts)
+}
+
+// Confirmation is whether the facts of one action hold, and the evidence of each checked.
+type Confirmation struct {
+	Holds    bool
+	Evidence []string
+}
+
+// ConfirmBatch is Confirm for the actions of a batch, whose writes are sent right after it: a
+// fact several rest on, or a read several facts need, is checked or sent once.
+func (c *Confirmer) ConfirmBatch(ctx context.Context, facts [][]rules.Fact) []Confirmation {
+	check := c.newCheck()
+	out := make([]Confirmation, len(facts))
+	for i, f := range facts {
+		out[i].Holds, out[i].Evidence = check.confirm(ctx, f)
+	}
+	return out
+}
+
+// aCheck is one check: its reads, and the facts it judged, by key.
+type aCheck struct {
+	c      *Confirmer
+	reads  map[string]readResult
+	judged map[string]judged
+}
+
+type judged struct {
+	holds bool
+	line  string
+}
+
+func (c *Confirmer) newCheck() *aCheck {
+	return &aCheck{c: c, reads: map[string]readResult{}, judged: map[string]judged{}}
+}
+
+func (k *aCheck) confirm(ctx context.Context, facts []rules.Fact) (bool, []string) {
+	evidence := make([]string, 0, len(facts))
+	for _, fact := range facts {
+		key := fact.Key()
+		if line, known := k.c.lastingFact(key); known {
+			evidence = append(evidence, line)
+			continue
+		}
+		j, done := k.judged[key]
+		if !done {
+			j.holds, j.line = k.c.check(ctx, fact, k.reads)
+			k.judged[key] = j
+		}
+		evidence = append(evidence, j.line)
+		if !j.holds {
+			return false, evidence
+		}
+		if lasting, ok := fact.(rules.Lasting); ok && lasting.Lasting() {
+			k.c.keepLasting(key, j.line)
+		}
+	}
+	return true, evidence
+}
+
+func (c *Confirmer) lastingFact(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	line, ok := c.lasting[key]
+	return line, ok
+}
+
+func (c *Confirmer) keepLasting(key, line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lasting == nil {
+		c.lasting = map[string]string{}
+	}
+	c.lasting[key] = line
 }
 
 type readResult struct {

@@ -331,10 +331,17 @@ func planSafely(ctx context.Context, rule rules.Rule, view *rules.View) (finding
 // an action it depends on was not done in this run, when it would delete or re-own an object
 // younger than --min-age or than the sweep (observed since start), when its rule holds it back,
 // past --max-actions, and when a fact it rests on no longer holds, read again right before it.
+//
+// Actions go in waves: one that depends on another (or on the deletion of a webhook that would
+// refuse it, or acts on the same object) is in a later wave than it. Within a wave they go in
+// batches, each confirmed, kept and written at once (ApplyBatch); a batch starts at one action and
+// doubles after each that went without a failure or a lost race, up to maxBatch, as the
+// ReplicaSet controller's slowStartBatch does: the first writes of a run each rest on facts read
+// for them alone, and a fact that changes, or a write path that fails, is met by a few writes.
 func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time.Time, planned []plannedFinding, r *report.Report) {
 	confirmer := &Confirmer{Observed: view, Clients: e.Clients, Clock: e.Clock, PageSize: e.Config.PageSize}
 	applier := &Applier{Writer: e.Clients.Writer(e.Config.DryRun, ""), Logger: e.Logger, Confirmer: confirmer,
-		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }}
+		Vet: func(f rules.Finding) (Result, bool) { return e.vet(view, start, f) }, Concurrency: e.Config.writeConcurrency()}
 	if e.Config.DryRun == report.DryRunNone {
 		applier.Keeper = e.keeper(r.Metadata)
 		applier.Events = &EventLog{}
@@ -344,51 +351,163 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 	protected := patterns(e.Config.ProtectedNamespaces)
 	done := map[types.UID]bool{}   // objects acted on successfully in this run
 	dryRun := map[types.UID]bool{} // of those, the ones whose write a server-side dry run did not persist
-	taken, interrupted := 0, 0
-	r.Findings = slices.Grow(r.Findings, len(planned))
-	limited := Skipped(report.ReasonLimit, "--max-actions=%d reached", e.Config.MaxActions) // the same for thousands
-	for _, f := range planned {
-		res, take := e.limit(protected, f, done)
-		if take {
-			res, take = e.vet(view, start, *f.Finding)
-		}
-		if take && e.Config.DryRun == report.DryRunServer {
-			res, take = notPersisted(f, dryRun)
-		}
-		if take && e.Config.MaxActions > 0 && taken >= e.Config.MaxActions {
-			res, take = limited, false
-		}
-		if take && ctx.Err() != nil {
-			res, take = Skipped(report.ReasonInterrupted, "the run was interrupted (%v) before this action; the next run takes it", context.Cause(ctx)), false
-			interrupted++
-		}
-		if take {
-			var attempted bool
-			if res, attempted = e.act(ctx, confirmer, applier, view, f); attempted {
-				taken++
-			}
-			if res.Reason == report.ReasonRuleFailed {
-				e.ruleFailed(ctx, r, f.rule, errors.New(res.Detail))
-			}
-		}
+	interrupted := 0
+	// Each finding goes into the report as soon as its result is known, sharing what it repeats of
+	// the findings before it, and the rule's finding is let go then: a rule's findings are freed
+	// once all have a result (a rule that only reports, at once), not at the end of the run.
+	findings := make([]report.FindingResult, len(planned))
+	shared := newFindingInterner()
+	settle := func(i int, res Result) {
 		switch res.Outcome {
 		case report.OutcomePlanned, report.OutcomeDryRun, report.OutcomeApplied:
-			done[f.Object.UID] = true
-			dryRun[f.Object.UID] = res.Outcome == report.OutcomeDryRun
+			uid := planned[i].Object.UID
+			done[uid] = true
+			dryRun[uid] = res.Outcome == report.OutcomeDryRun
 		}
-		fr := NewFindingResult(*f.Finding, res)
+		if res.Reason == report.ReasonInterrupted {
+			interrupted++
+		}
+		fr := NewFindingResult(*planned[i].Finding, res)
 		if applier.Keeper != nil && fr.Before != nil && fr.Before.Kept != "" {
 			if err := applier.Keeper.Sign(ctx, &fr); err != nil {
 				e.Logger.WarnContext(ctx, "a finding of the report was not signed: restore will refuse it; its record with the pre-image is signed", "error", err)
 			}
 		}
-		r.Add(fr)
+		shared.finding(&fr)
+		findings[i], planned[i].Finding = fr, nil
 	}
+	taken, batch := 0, 1
+	limited := Skipped(report.ReasonLimit, "--max-actions=%d reached", e.Config.MaxActions) // the same for thousands
+	// An action depends only on actions of earlier waves: done is complete for what it needs
+	// when its wave starts.
+	for _, wave := range waves(planned) {
+		var candidates []int
+		for _, i := range wave {
+			f := planned[i]
+			res, take := e.limit(protected, f, done)
+			if take {
+				res, take = e.vet(view, start, *f.Finding)
+			}
+			if take && e.Config.DryRun == report.DryRunServer {
+				res, take = notPersisted(f, dryRun)
+			}
+			if take {
+				candidates = append(candidates, i)
+			} else {
+				settle(i, res)
+			}
+		}
+		for len(candidates) > 0 {
+			n := min(batch, len(candidates))
+			if e.Config.MaxActions > 0 {
+				n = min(n, e.Config.MaxActions-taken)
+			}
+			if n <= 0 || ctx.Err() != nil {
+				res := limited
+				if ctx.Err() != nil {
+					res = Skipped(report.ReasonInterrupted, "the run was interrupted (%v) before this action; the next run takes it", context.Cause(ctx))
+				}
+				for _, i := range candidates {
+					settle(i, res)
+				}
+				break
+			}
+			attempted, clean := e.actBatch(ctx, confirmer, applier, view, planned, candidates[:n], settle, r)
+			candidates = candidates[n:]
+			taken += attempted
+			batch = 1
+			if clean {
+				batch = min(2*n, maxBatch)
+			}
+		}
+	}
+	r.AddAll(findings)
+	r.Summary.HoldBack(e.Config.MaxActions)
 	if interrupted > 0 {
 		e.Logger.ErrorContext(ctx, "run interrupted; actions left for the next run", "taken", taken, "left", interrupted, "cause", context.Cause(ctx))
 		r.Errors = append(r.Errors, report.Error{Stage: report.StageApply, Fatal: true,
 			Message: fmt.Sprintf("interrupted (%v) after %d actions; %d were not taken, the next run takes them", context.Cause(ctx), taken, interrupted)})
 	}
+}
+
+// maxBatch bounds a batch: the writes one check of their facts covers, and whose pre-images one
+// Secret or two keep.
+const maxBatch = 512
+
+// waves orders the findings' actions in waves: an action is in a later wave than the actions it
+// depends on, the deletions of the webhooks that would refuse it, and an earlier action on the
+// same object. Findings keep their order within a wave.
+func waves(planned []plannedFinding) [][]int {
+	level := map[types.UID]int{}
+	var out [][]int
+	for i, f := range planned {
+		w := 0
+		after := func(uid types.UID) {
+			if l, ok := level[uid]; ok {
+				w = max(w, l+1)
+			}
+		}
+		after(f.Object.UID)
+		for _, d := range f.DependsOn {
+			after(d.UID)
+		}
+		for _, b := range f.blockers {
+			after(b.object.UID)
+		}
+		if f.Action != nil {
+			level[f.Object.UID] = w
+		}
+		for len(out) <= w {
+			out = append(out, nil)
+		}
+		out[w] = append(out[w], i)
+	}
+	return out
+}
+
+// actBatch confirms the facts of a batch of actions, live, once for the batch, and carries out
+// those whose facts hold (attempted, unless interrupted before they were sent). It says whether
+// the batch went clean: no failure, no lost race.
+func (e *Engine) actBatch(ctx context.Context, confirmer *Confirmer, applier *Applier, view *rules.View, planned []plannedFinding, batch []int, settle func(int, Result), r *report.Report) (attempted int, clean bool) {
+	facts := make([][]rules.Fact, len(batch))
+	for j, i := range batch {
+		facts[j] = planned[i].Facts
+	}
+	actx, cancel := graceful(ctx)
+	confirmations := confirmer.ConfirmBatch(actx, facts)
+	cancel()
+	var items []BatchItem
+	var at []int // of each item, its index in batch
+	for j, i := range batch {
+		if !confirmations[j].Holds {
+			res := Skipped(report.ReasonStale, "what the action rests on no longer holds, read again right before it")
+			res.Evidence = confirmations[j].Evidence
+			e.logAction(ctx, planned[i], res)
+			settle(i, res)
+			continue
+		}
+		items = append(items, BatchItem{Rule: planned[i].rule, View: view, Finding: *planned[i].Finding})
+		at = append(at, j)
+	}
+	applied, started := applier.ApplyBatch(ctx, items)
+	clean = true
+	for k, j := range at {
+		i := batch[j]
+		res := applied[k]
+		res.Evidence = append(slices.Clone(confirmations[j].Evidence), res.Evidence...)
+		if started[k] {
+			attempted++
+		}
+		if res.Outcome == report.OutcomeFailed || res.Replanned {
+			clean = false
+		}
+		if res.Reason == report.ReasonRuleFailed {
+			e.ruleFailed(ctx, r, planned[i].rule, errors.New(res.Detail))
+		}
+		e.logAction(ctx, planned[i], res)
+		settle(i, res)
+	}
+	return attempted, clean
 }
 
 // keeper keeps the pre-images of the run's writes: in --backup-dir, or in Secrets of the sweeper's
@@ -437,25 +556,6 @@ func (e *Engine) pruneBackups(ctx context.Context, r *report.Report) {
 // can be helped. With the notification's and the push's own deadlines (10 s each by default), it
 // fits the CronJob's 45 s termination grace period, and the report is still printed.
 const inFlightGrace = 10 * time.Second
-
-// act confirms the facts of an action, live, and carries it out if they hold (attempted). It runs
-// to its end even when ctx is cancelled meanwhile, for up to inFlightGrace.
-func (e *Engine) act(ctx context.Context, confirmer *Confirmer, applier *Applier, view *rules.View, f plannedFinding) (res Result, attempted bool) {
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(inFlightGrace, cancel) })
-	defer stop()
-
-	holds, evidence := confirmer.Confirm(actx, f.Facts)
-	if holds {
-		res = applier.Apply(actx, f.rule, view, *f.Finding)
-	} else {
-		res = Skipped(report.ReasonStale, "what the action rests on no longer holds, read again right before it")
-	}
-	res.Evidence = append(evidence, res.Evidence...)
-	e.logAction(ctx, f, res)
-	return res, holds
-}
 
 // limit says why an action is not taken in this run, or that it may be (take): no opt-in, a
 // protected namespace, a dependency not done.

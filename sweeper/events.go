@@ -52,9 +52,11 @@ type eventGroup struct {
 	apiVersion, kind     string
 }
 
-// appliedGroup is a group's objects, in the order they were written, and the note of the first.
+// appliedGroup is a group's first objects, in the order they were written (no more than its Events
+// name: a release of thousands holds five), how many it has, and the note of the first.
 type appliedGroup struct {
 	objects []rules.ObjectRef
+	count   int
 	note    string
 }
 
@@ -74,7 +76,10 @@ func (l *EventLog) Add(rule string, obj rules.ObjectRef, action rules.Action, wh
 		l.groups[g] = group
 		l.order = append(l.order, g)
 	}
-	group.objects = append(group.objects, obj)
+	if len(group.objects) < max(eventsPerObject, eventNames) {
+		group.objects = append(group.objects, obj)
+	}
+	group.count++
 }
 
 // Len is how many Events Record would record.
@@ -155,7 +160,7 @@ type anEvent struct {
 // eventsOf are a group's Events: one per object up to eventsPerObject, else one for the group, on
 // its first object.
 func eventsOf(g eventGroup, group *appliedGroup) []anEvent {
-	if len(group.objects) <= eventsPerObject {
+	if group.count <= eventsPerObject {
 		out := make([]anEvent, 0, len(group.objects))
 		for _, obj := range group.objects {
 			out = append(out, anEvent{regardingObject(obj), g.reason, g.action, group.note})
@@ -168,7 +173,7 @@ func eventsOf(g eventGroup, group *appliedGroup) []anEvent {
 		names = append(names, obj.Name)
 	}
 	listed := strings.Join(names, ", ")
-	if more := len(group.objects) - len(shown); more > 0 {
+	if more := group.count - len(shown); more > 0 {
 		listed += fmt.Sprintf(" and %d more", more)
 	}
 	where := "cluster-scoped"
@@ -176,7 +181,7 @@ func eventsOf(g eventGroup, group *appliedGroup) []anEvent {
 		where = "in namespace " + g.namespace
 	}
 	note := fmt.Sprintf("rule %s, %s of %d %s objects %s (%s); the first's: %s",
-		g.rule, g.action, len(group.objects), g.kind, where, listed, group.note)
+		g.rule, g.action, group.count, g.kind, where, listed, group.note)
 	return []anEvent{{regardingObject(group.objects[0]), g.reason, g.action, note}}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/operator-sweeper/operator-sweeper/report"
 )
 
 // interner shares, among the objects of one list, what repeats from one to the next: namespaces,
@@ -72,11 +74,7 @@ func (in *interner) finalizerList(list []string) []string {
 	if len(list) == 0 {
 		return nil
 	}
-	var hash uint64
-	for _, s := range list {
-		hash = bits.RotateLeft64(hash, 31) ^ maphash.String(in.seed, s)
-	}
-	return intern(in.finalizers, hash, list, slices.Equal, func(list []string) []string {
+	return intern(in.finalizers, in.listHash(list), list, slices.Equal, func(list []string) []string {
 		shared := make([]string, len(list))
 		for i, s := range list {
 			shared[i] = in.string(s)
@@ -144,3 +142,42 @@ func (in *interner) bool(b *bool) *bool {
 		return in.no
 	}
 }
+
+// findingInterner shares, among a run's findings, what thousands alike repeat once each is in the
+// report: their apiVersion, their evidence (the rule's verdict and the same facts re-checked for a
+// batch), and the summary of their action (the same finalizers released). What it returns is
+// shared: never modify it.
+type findingInterner struct {
+	*interner
+	evidence map[uint64][][]string
+	actions  map[uint64][]*report.ActionSummary
+}
+
+func newFindingInterner() *findingInterner {
+	return &findingInterner{interner: newInterner(), evidence: map[uint64][][]string{}, actions: map[uint64][]*report.ActionSummary{}}
+}
+
+// finding makes f share what it repeats of the findings before it.
+func (in *findingInterner) finding(f *report.FindingResult) {
+	f.Object.APIVersion = in.string(f.Object.APIVersion)
+	if len(f.Evidence) > 0 {
+		f.Evidence = intern(in.evidence, in.listHash(f.Evidence), f.Evidence, slices.Equal, identity)
+	}
+	if a := f.Action; a != nil && a.AddOwnerReferences == nil && a.RemoveOwnerReferences == nil && a.GracePeriodSeconds == nil {
+		hash := maphash.String(in.seed, a.Type) ^ in.listHash(a.Finalizers)
+		f.Action = intern(in.actions, hash, a, func(x, y *report.ActionSummary) bool {
+			return x.Type == y.Type && slices.Equal(x.Finalizers, y.Finalizers) &&
+				y.AddOwnerReferences == nil && y.RemoveOwnerReferences == nil && y.GracePeriodSeconds == nil
+		}, identity)
+	}
+}
+
+func (in *interner) listHash(list []string) uint64 {
+	var hash uint64
+	for _, s := range list {
+		hash = bits.RotateLeft64(hash, 31) ^ maphash.String(in.seed, s)
+	}
+	return hash
+}
+
+func identity[T any](v T) T { return v }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,22 +18,32 @@ import (
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 // Keeper keeps what undoing a run's writes needs, signed with the key the sweeper keeps in its
-// namespace: the record of each write and its object's pre-image, in Store.
+// namespace: the record of each write and its object's pre-image, in Store. It is safe for
+// concurrent use: the Store is called by one write at a time.
 type Keeper struct {
 	Store backup.Store
 	// Run is the run's metadata: its cluster's identity and its ID are in every signature.
 	Run report.Metadata
 	// Key returns the signing key; it is asked once, at the first write.
-	Key  func(context.Context) ([]byte, error)
+	Key func(context.Context) ([]byte, error)
+
+	mu   sync.Mutex // over Store, key and fail
 	key  []byte
 	fail error
 }
 
 // signingKey is the key, asked for once.
 func (k *Keeper) signingKey(ctx context.Context) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.signingKeyLocked(ctx)
+}
+
+func (k *Keeper) signingKeyLocked(ctx context.Context) ([]byte, error) {
 	if k.key == nil && k.fail == nil {
 		k.key, k.fail = k.Key(ctx)
 	}
@@ -41,25 +52,89 @@ func (k *Keeper) signingKey(ctx context.Context) ([]byte, error) {
 
 // Sign signs a finding of the run.
 func (k *Keeper) Sign(ctx context.Context, f *report.FindingResult) error {
-	if k.Run.ClusterUID == "" {
-		return errors.New("the cluster's identity (the UID of namespace kube-system) could not be read: nothing is signed, and no write sent")
+	if err := k.identified(); err != nil {
+		return err
 	}
 	key, err := k.signingKey(ctx)
 	if err != nil {
 		return err
 	}
+	return k.sign(key, f)
+}
+
+// identified says whether the run knows its cluster's identity, which every signature holds.
+func (k *Keeper) identified() error {
+	if k.Run.ClusterUID == "" {
+		return errors.New("the cluster's identity (the UID of namespace kube-system) could not be read: nothing is signed, and no write sent")
+	}
+	return nil
+}
+
+func (k *Keeper) sign(key []byte, f *report.FindingResult) error {
+	if err := k.identified(); err != nil {
+		return err
+	}
+	var err error
 	f.Signature, err = backup.Sign(key, *f, k.Run.ClusterUID, k.Run.RunID)
 	return err
 }
 
+// backupRecord is the signed record of a write.
+func (k *Keeper) backupRecord(key []byte, f report.FindingResult) (report.BackupRecord, error) {
+	if err := k.sign(key, &f); err != nil {
+		return report.BackupRecord{}, err
+	}
+	return report.BackupRecord{APIVersion: report.BackupAPIVersion, Kind: report.BackupKind, Cluster: k.Run.Cluster, ClusterUID: k.Run.ClusterUID,
+		RunID: k.Run.RunID, StartTime: k.Run.StartTime, Finding: f}, nil
+}
+
 // record keeps the signed record of a write; with outcome, the record of what became of it.
 func (k *Keeper) record(ctx context.Context, f report.FindingResult, outcome bool) error {
-	if err := k.Sign(ctx, &f); err != nil {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key, err := k.signingKeyLocked(ctx)
+	if err != nil {
 		return err
 	}
-	rec := report.BackupRecord{APIVersion: report.BackupAPIVersion, Kind: report.BackupKind, Cluster: k.Run.Cluster, ClusterUID: k.Run.ClusterUID,
-		RunID: k.Run.RunID, StartTime: k.Run.StartTime, Finding: f}
+	rec, err := k.backupRecord(key, f)
+	if err != nil {
+		return err
+	}
 	return k.Store.Record(ctx, rec, outcome)
+}
+
+// body keeps the body of one write's pre-image, which write streams (a CustomResourceDefinition's
+// custom resources with it).
+func (k *Keeper) body(ctx context.Context, name string, pre *report.PreImage, write func(*report.BodyWriter) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.Store.Body(ctx, name, pre, write)
+}
+
+// batched is one write of a batch: its finding, with the action to send, and its object as read
+// right before the write.
+type batched struct {
+	finding rules.Finding
+	object  *unstructured.Unstructured
+	pre     *report.PreImage
+}
+
+// batch keeps the pre-images and signed records of a batch of writes, before any is sent.
+func (k *Keeper) batch(ctx context.Context, writes []batched) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key, err := k.signingKeyLocked(ctx)
+	if err != nil {
+		return err
+	}
+	entries := make([]backup.Entry, len(writes))
+	for i, w := range writes {
+		entries[i] = backup.Entry{Name: backup.FileSafe(report.ObjectOf(w.finding.Object)), Object: w.object, Pre: w.pre,
+			Record: func(pre *report.PreImage) (report.BackupRecord, error) {
+				return k.backupRecord(key, NewFindingResult(w.finding, Result{Before: pre}))
+			}}
+	}
+	return k.Store.Batch(ctx, entries)
 }
 
 // customResources are who a CRD's custom resources were at a list: how many, and a digest of

@@ -38,6 +38,9 @@ func (*sweepCommand) run(ctx context.Context, o *options.Options, s streams) err
 	if err := o.ValidateFleet(); err != nil {
 		return &sweeper.InputError{Err: err}
 	}
+	if o.DryRun == report.DryRunNone {
+		collectOftenWhileWriting()
+	}
 	if o.Fleet() {
 		return sweepFleet(ctx, o, ruleSet, s)
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"syscall"
@@ -9,9 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/operator-sweeper/operator-sweeper/backup"
 	"github.com/operator-sweeper/operator-sweeper/push"
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/test/cluster"
 	"github.com/operator-sweeper/operator-sweeper/test/pushgateway"
 )
 
@@ -166,4 +171,80 @@ func TestKill9WhileApplying(t *testing.T) {
 	}
 	assert.Equal(t, remaining, rep.Summary.Applied)
 	assert.Zero(t, countOnServer(t, ns), "all %d released", total)
+}
+
+// TestKill9KeepsEveryPreImage: SIGKILL in the middle of a repair that writes in parallel, in
+// batches. Every write that reached the API server has its pre-image kept, signed, in the run's
+// Secrets (a batch's Secret is created before any of its writes is sent), and restore --run of
+// that run, which left no report, puts each released object back as it was; what the run kept
+// but never wrote is left as it is.
+func TestKill9KeepsEveryPreImage(t *testing.T) {
+	const total = 400
+	ctx := context.Background()
+	ns := testCluster.NewNamespace(t)
+	original := []string{syslogNGFinalizer, fluentdFinalizer}
+	seedOrphans(t, ns, total, func(int) []string { return original })
+	args := []string{"--config", orphansConfig(t, ns), "--dry-run=none", "--max-actions=0", "--include-namespaces=" + ns,
+		"--min-terminating-age=0s", "--min-age=0s", "--write-concurrency=8"}
+
+	killed := sweeperBinary.Start(t, asAdmin(slices.Concat(args, slowApply, []string{"-o", "json"})...)...)
+	waitReleased(t, killed, ns, total, 60, 60*time.Second)
+	require.NoError(t, killed.Signal(syscall.SIGKILL))
+	require.Equal(t, -1, killed.Wait(t, 10*time.Second), "killed")
+
+	untouched := finalizersOnServer(t, ns)
+	require.Positive(t, len(untouched), "killed before it was done")
+	var released []string
+	for i := range total {
+		if _, ok := untouched[orphanName(i)]; !ok {
+			released = append(released, orphanName(i))
+		}
+	}
+
+	// The run printed nothing: its ID is on the Secrets it kept.
+	secrets, err := testCluster.Kube.CoreV1().Secrets(cluster.SweeperNamespace).List(ctx, metav1.ListOptions{LabelSelector: backup.PreImageLabel + "=true"})
+	require.NoError(t, err)
+	kept := map[string]report.BackupRecord{}
+	var runID string
+	for _, id := range slices.Sorted(maps.Keys(runLabels(secrets.Items))) {
+		records, err := backup.LoadRun(ctx, backupClient(t), cluster.SweeperNamespace, id)
+		require.NoError(t, err)
+		for _, rec := range records {
+			if rec.Finding.Object.Namespace == ns {
+				require.True(t, runID == "" || runID == id, "one run wrote in %s: %s and %s", ns, runID, id)
+				runID = id
+				kept[rec.Finding.Object.Name] = rec
+			}
+		}
+	}
+	require.NotEmpty(t, runID, "the killed run kept pre-images")
+	t.Logf("SIGKILL with %d released, %d pre-images kept by run %s", len(released), len(kept), runID)
+	for _, name := range released {
+		rec, ok := kept[name]
+		if assert.True(t, ok, "%s was released: its pre-image is kept", name) {
+			assert.NotEmpty(t, rec.Finding.Signature, "%s: signed", name)
+			assert.NotEmpty(t, rec.Finding.Before.Kept, name)
+		}
+	}
+
+	restored := restoreFrom(t, "--run", runID)
+	outcomes := map[string]report.FindingResult{}
+	for _, f := range restored.Findings {
+		outcomes[f.Object.Name] = f
+	}
+	assert.Equal(t, len(released), restored.Summary.Applied, "each released object is re-created: %v", outcomeCounts(byOutcome(outcomes)))
+	after := finalizersOnServer(t, ns)
+	assert.Len(t, after, total, "every object is there again")
+	for name, finalizers := range after {
+		assert.Equal(t, original, finalizers, "%s: as it was", name)
+	}
+}
+
+// runLabels returns the runs Secrets are of.
+func runLabels(secrets []corev1.Secret) map[string]bool {
+	runs := map[string]bool{}
+	for _, s := range secrets {
+		runs[s.Labels[backup.RunLabel]] = true
+	}
+	return runs
 }
