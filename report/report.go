@@ -200,6 +200,9 @@ type FindingResult struct {
 	Error string `json:"error,omitempty"`
 	// BlockedBy are the objects that keep this one stuck; their findings say why.
 	BlockedBy []ObjectSummary `json:"blockedBy,omitempty"`
+	// OperatorGone is the operator uninstalled the finding blames, as its rule says: what the
+	// preflight that would have prevented it is asked about.
+	OperatorGone *rules.OperatorGone `json:"operatorGone,omitempty"`
 	// Before says where the pre-image of the object written is kept, and what undoing needs
 	// short of its body.
 	Before *PreImage `json:"before,omitempty"`
