@@ -170,9 +170,9 @@ type Summary struct {
 	// observe). Nothing is concluded from what was not fully listed, so findings may be missing.
 	Incomplete bool `json:"incomplete"`
 	// StuckNamespaces counts the Terminating namespaces stuck for longer than
-	// --min-terminating-age by root cause: the rule of a finding at the end of a chain of
-	// blockedBy that calls for an action or warns (orphaned-finalizers, dead-apiservices, …),
-	// "unexplained" where there is none. A namespace with several causes counts under each.
+	// --min-terminating-age by root cause: the name of the rule of a finding at the end of a
+	// chain of blockedBy that calls for an action or warns, "unexplained" where there is none.
+	// A namespace with several causes counts under each.
 	StuckNamespaces map[string]int `json:"stuckNamespaces,omitempty"`
 }
 
