@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -237,66 +236,53 @@ func wouldDo(f FindingResult) string {
 // gone names the command that would have prevented it.
 
 // preflightHint is the line that says how to prevent what f is about next time: the preflight of
-// the operator whose uninstall left it, named as f's evidence names it; "" if f blames no
-// operator gone (a live controller, a scaled-down one, nobody known).
+// the operator whose uninstall left it, as f's rule names it; "" if f blames no operator gone (a
+// live controller, a scaled-down one, nobody known).
 func preflightHint(f FindingResult) string {
-	drain := ""
-	switch f.Rule {
-	case rules.OrphanedFinalizersName:
-		// Released ("operator gone; releasing …") or guarded ("operator gone, but … guards …").
-		if !strings.HasPrefix(f.Reason, "operator gone") {
-			return ""
-		}
-		drain = " --drain" // its custom resources deleted while it runs: nothing held
-	case rules.DeadAPIServicesName, rules.DeadWebhooksName:
-		if f.Action == nil { // deleted only once its Services and whoever registered them are gone
-			return ""
-		}
-	default:
+	gone := f.OperatorGone
+	if gone == nil {
 		return ""
 	}
-	target, note := preflightTarget(f.Evidence)
+	drain := ""
+	if gone.Drain {
+		drain = " --drain" // its custom resources deleted while it runs: nothing held
+	}
+	target, note := preflightTarget(gone.Installer)
 	return fmt.Sprintf("prevent it next time: operator-sweeper preflight %s%s (before uninstalling the operator%s)", target, drain, note)
 }
 
-// The evidence lines by which rules name who installed or served an object (rules/services.go,
-// orphaned_finalizers.go, controllers.go), and so what a preflight would have been asked about.
-var (
-	csvEvidence      = regexp.MustCompile(`^registered by OLM for ClusterServiceVersion ([^/\s]+)/(\S+) `)
-	helmEvidence     = regexp.MustCompile(`^CRD \S+ belongs to Helm release ([^/\s]+)/(\S+) `)
-	workloadEvidence = regexp.MustCompile(`^no (Deployment|StatefulSet|DaemonSet) matches (?:name (\S+)|(.+)) in (?:any namespace|namespace (\S+))$`)
-)
-
-// preflightTarget is the preflight's TYPE/NAME -n NAMESPACE, from the first line of evidence that
-// names the operator: the ClusterServiceVersion that registered it, the Helm release of its CRD,
-// or the workload a controller mapping names (a placeholder for what the mapping leaves open,
-// which note says); TYPE/NAME -n NAMESPACE where nothing does.
-func preflightTarget(evidence []string) (target, note string) {
-	for _, e := range evidence {
-		if m := csvEvidence.FindStringSubmatch(e); m != nil {
-			return fmt.Sprintf("csv/%s -n %s", m[2], m[1]), ""
-		}
-		if m := helmEvidence.FindStringSubmatch(e); m != nil {
-			return fmt.Sprintf("helm/%s -n %s", m[2], m[1]), ""
-		}
-		if m := workloadEvidence.FindStringSubmatch(e); m != nil {
-			kind, name, matching, namespace := m[1], m[2], m[3], m[4]
-			var open []string
-			if name == "" {
-				name = "NAME"
-				open = append(open, fmt.Sprintf("NAME: the %s that matches %s", kind, matching))
-			}
-			if namespace == "" {
-				namespace = "NAMESPACE"
-				open = append(open, fmt.Sprintf("NAMESPACE: the %s's", kind))
-			}
-			if len(open) > 0 {
-				note = "; " + strings.Join(open, ", ")
-			}
-			return fmt.Sprintf("%s/%s -n %s", strings.ToLower(kind), name, namespace), note
-		}
+// preflightTarget is the preflight's TYPE/NAME -n NAMESPACE of the operator's installer: the
+// ClusterServiceVersion that registered what it left, the Helm release of its CRD, or the workload
+// a controller mapping names (a placeholder for what the mapping leaves open, which note says);
+// TYPE/NAME -n NAMESPACE where nothing names it.
+func preflightTarget(installer *rules.Installer) (target, note string) {
+	if installer == nil {
+		return "TYPE/NAME -n NAMESPACE", "; TYPE: deployment, statefulset, daemonset, helm, subscription or csv; see docs/preflight.md"
 	}
-	return "TYPE/NAME -n NAMESPACE", "; TYPE: deployment, statefulset, daemonset, helm, subscription or csv; see docs/preflight.md"
+	switch installer.Kind {
+	case rules.ClusterServiceVersions.Kind:
+		return fmt.Sprintf("csv/%s -n %s", installer.Name, installer.Namespace), ""
+	case rules.HelmReleaseKind:
+		return fmt.Sprintf("helm/%s -n %s", installer.Name, installer.Namespace), ""
+	}
+	kind, name, namespace := installer.Kind, installer.Name, installer.Namespace
+	var open []string
+	if name == "" {
+		matching := installer.Selector
+		if installer.Image != "" {
+			matching = "image " + installer.Image
+		}
+		name = "NAME"
+		open = append(open, fmt.Sprintf("NAME: the %s that matches %s", kind, matching))
+	}
+	if namespace == "" {
+		namespace = "NAMESPACE"
+		open = append(open, fmt.Sprintf("NAMESPACE: the %s's", kind))
+	}
+	if len(open) > 0 {
+		note = "; " + strings.Join(open, ", ")
+	}
+	return fmt.Sprintf("%s/%s -n %s", strings.ToLower(kind), name, namespace), note
 }
 
 // chainHints are the preflight hints of the findings about uid and about what keeps it stuck, down

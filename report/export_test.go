@@ -21,3 +21,9 @@ func (r *Report) RowNames() []string {
 	}
 	return rows
 }
+
+// AgeAt and MaskAges find and mask the ages of reasons.
+var (
+	AgeAt    = ageAt
+	MaskAges = maskAges
+)

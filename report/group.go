@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -74,7 +73,7 @@ func (r *Report) shownRows(each bool) []shownRow {
 // age, if any.
 type reason struct {
 	verdict string
-	// ageAt is where the first age is (agePattern's match), or nil; age is its value.
+	// ageAt is where the first age is (see ageAt), or nil; age is its value.
 	ageAt []int
 	age   time.Duration
 }
@@ -85,7 +84,7 @@ type reasons map[string]reason
 func (rs reasons) of(text string) reason {
 	r, ok := rs[text]
 	if !ok {
-		r = reason{verdict: agePattern.ReplaceAllString(text, "…"), ageAt: agePattern.FindStringIndex(text)}
+		r = reason{verdict: maskAges(text), ageAt: ageAt(text, 0)}
 		if r.ageAt != nil {
 			r.age = humanAge(text[r.ageAt[0]:r.ageAt[1]])
 		}
@@ -112,9 +111,67 @@ func actionText(a *ActionSummary) string {
 	return text
 }
 
-// agePattern matches an age as a reason gives it (duration.HumanDuration: 45s, 4m52s, 3h, 2d3h,
-// 3y45d), which similar findings do not share.
-var agePattern = regexp.MustCompile(`\b\d+[ydhms](\d+[dhms])?\b`)
+// ageAt is where, from byte from on, the first age is that a reason gives, [start, end), or nil:
+// an age as duration.HumanDuration writes it (45s, 4m52s, 3h, 2d3h, 3y45d), a word of its own,
+// which similar findings do not share. It matches what the regular expression
+// \b\d+[ydhms](\d+[dhms])?\b would, and is read by hand so that the report holds no regular
+// expression over what rules write.
+func ageAt(text string, from int) []int {
+	for start := from; start < len(text); start++ {
+		if start > 0 && isWordByte(text[start-1]) {
+			continue // inside a word: "v1beta1", "x12s"
+		}
+		end, ok := digitsThenUnit(text, start, "ydhms")
+		if !ok {
+			continue
+		}
+		if longer, ok := digitsThenUnit(text, end, "dhms"); ok && !wordByteAt(text, longer) {
+			return []int{start, longer} // 4m52s
+		}
+		if !wordByteAt(text, end) {
+			return []int{start, end}
+		}
+	}
+	return nil
+}
+
+// digitsThenUnit reads, at i, one or more digits and one of units; it returns where they end.
+func digitsThenUnit(text string, i int, units string) (int, bool) {
+	j := i
+	for j < len(text) && '0' <= text[j] && text[j] <= '9' {
+		j++
+	}
+	if j == i || j == len(text) || strings.IndexByte(units, text[j]) < 0 {
+		return 0, false
+	}
+	return j + 1, true
+}
+
+// isWordByte says whether b is of a word, as \w says: an ASCII letter or digit, or _; the bytes
+// of other runes are not.
+func isWordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_'
+}
+
+// wordByteAt says whether text has a byte of a word at i.
+func wordByteAt(text string, i int) bool { return i < len(text) && isWordByte(text[i]) }
+
+// maskAges is text with every age in it (ageAt's) replaced by "…": what similar reasons share.
+func maskAges(text string) string {
+	at := ageAt(text, 0)
+	if at == nil {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for ; at != nil; at = ageAt(text, last) {
+		b.WriteString(text[last:at[0]])
+		b.WriteString("…")
+		last = at[1]
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
 
 // groupReason is the reason a group shows: its findings', which differ at most in the first age
 // they give; then with that age as the range of theirs, "terminating for 5m to 3h, waiting on …".
@@ -146,7 +203,7 @@ func ageText(text string, rs reasons) string {
 	return text[at[0]:at[1]]
 }
 
-// humanAge reads back an age agePattern matched.
+// humanAge reads back an age ageAt found.
 func humanAge(text string) time.Duration {
 	units := map[byte]time.Duration{'y': 365 * 24 * time.Hour, 'd': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute, 's': time.Second}
 	var total time.Duration

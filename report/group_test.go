@@ -3,6 +3,8 @@ package report_test
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,4 +147,38 @@ func TestGroupsSpanNamespaces(t *testing.T) {
 	lines = strings.Split(out.String(), "\n")
 	assert.Equal(t, []string{"stuck-terminating | Widget | a/w-0, w-1, b/w-2, c/w-3 | - | - | terminating for 1h, waiting on f"}, trimmed(lines[1:2], 6),
 		"four are named, rather than three and 1 more")
+}
+
+// TestAgesOfReasons: the ages the grouping finds and masks in reasons are those the regular
+// expression it was written from matches, in the reasons rules write and in any text.
+func TestAgesOfReasons(t *testing.T) {
+	pattern := regexp.MustCompile(`\b\d+[ydhms](\d+[dhms])?\b`)
+	tests := []string{
+		"",
+		"terminating for 5m, waiting on x",
+		"terminating for 4m52s, waiting on its 3 remaining objects (1 terminating)",
+		"terminating for 2d3h; 3y45d; 45s",
+		"condition Available=False since 2026-11-23T11:00:00Z (60m ago, --min-age 10m0s)",
+		"v1beta1 x12s 12sx 12s_ _12s 12s3 12s3x 12s3m 12s3y 3y3y 1m1m1m",
+		"…5m… 5m…5m 5m",
+		"finalizers: syslogngconfig.logging.banzaicloud.io/finalizer",
+		"7",
+		"7d",
+		"7d5",
+		"é5mé",
+	}
+	random := rand.New(rand.NewPCG(35, 35))
+	const alphabet = "0123456789ydhmsx _-…"
+	letters := []rune(alphabet)
+	for range 20000 {
+		var b strings.Builder
+		for range random.IntN(16) {
+			b.WriteRune(letters[random.IntN(len(letters))])
+		}
+		tests = append(tests, b.String())
+	}
+	for _, text := range tests {
+		require.Equal(t, pattern.FindStringIndex(text), report.AgeAt(text, 0), "first age of %q", text)
+		require.Equal(t, pattern.ReplaceAllString(text, "…"), report.MaskAges(text), "masked %q", text)
+	}
 }

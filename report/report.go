@@ -174,9 +174,9 @@ type Summary struct {
 	// observe). Nothing is concluded from what was not fully listed, so findings may be missing.
 	Incomplete bool `json:"incomplete"`
 	// StuckNamespaces counts the Terminating namespaces stuck for longer than
-	// --min-terminating-age by root cause: the rule of a finding at the end of a chain of
-	// blockedBy that calls for an action or warns (orphaned-finalizers, dead-apiservices, …),
-	// "unexplained" where there is none. A namespace with several causes counts under each.
+	// --min-terminating-age by root cause: the name of the rule of a finding at the end of a
+	// chain of blockedBy that calls for an action or warns, "unexplained" where there is none.
+	// A namespace with several causes counts under each.
 	StuckNamespaces map[string]int `json:"stuckNamespaces,omitempty"`
 }
 
@@ -204,6 +204,9 @@ type FindingResult struct {
 	Error string `json:"error,omitempty"`
 	// BlockedBy are the objects that keep this one stuck; their findings say why.
 	BlockedBy []ObjectSummary `json:"blockedBy,omitempty"`
+	// OperatorGone is the operator uninstalled the finding blames, as its rule says: what the
+	// preflight that would have prevented it is asked about.
+	OperatorGone *rules.OperatorGone `json:"operatorGone,omitempty"`
 	// Before says where the pre-image of the object written is kept, and what undoing needs
 	// short of its body.
 	Before *PreImage `json:"before,omitempty"`

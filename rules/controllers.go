@@ -379,6 +379,9 @@ type controllerStatus struct {
 	evidence []string
 	// names are what keeps the mapping alive: "Deployment olm/olm-operator", "Lease ns/name".
 	names []string
+	// installer is the first controller that matches no workload, as a preflight of its
+	// uninstall would take it: the one its evidence names first as gone.
+	installer *Installer
 }
 
 // controllersOf checks a mapping's controllers against the view. Positive evidence of life wins:
@@ -397,6 +400,9 @@ func controllersOf(view *View, mapping *finalizerMapping) controllerStatus {
 		matches := c.matches(view)
 		if len(matches) == 0 {
 			status.evidence = append(status.evidence, fmt.Sprintf("no %s matches %s", c.Kind, c.describe()))
+			if status.installer == nil {
+				status.installer = c.installer()
+			}
 			continue
 		}
 		for _, w := range matches {
@@ -509,6 +515,11 @@ func (c controllerMatcher) describe() string {
 		return fmt.Sprintf("image %s %s", c.Image, where)
 	}
 	return c.Selector + " " + where
+}
+
+// installer is the workload the controller is, as far as the mapping names it.
+func (c controllerMatcher) installer() *Installer {
+	return &Installer{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, Selector: c.Selector, Image: c.Image}
 }
 
 func (c controllerMatcher) matches(view *View) []*Object {

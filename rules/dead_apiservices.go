@@ -117,7 +117,7 @@ func (r DeadAPIServices) Plan(_ context.Context, view *View) []Finding {
 		}
 		switch state {
 		case serviceGone:
-			gone, evidence, facts := registrarGone(view, r.mappings, r.helmSQL, api, serviceNamespace)
+			gone, evidence, facts, installer := registrarGone(view, r.mappings, r.helmSQL, api, serviceNamespace)
 			f.Evidence = append(f.Evidence, evidence...)
 			if !gone {
 				f.Reason = fmt.Sprintf("unavailable: Service %s/%s is gone, but not whoever registered it", serviceNamespace, serviceName)
@@ -125,6 +125,7 @@ func (r DeadAPIServices) Plan(_ context.Context, view *View) []Finding {
 			}
 			f.Reason = fmt.Sprintf("unavailable: Service %s/%s is gone, and so is whoever registered it", serviceNamespace, serviceName)
 			f.Action = Delete{}
+			f.OperatorGone = &OperatorGone{Installer: installer}
 			f.Facts = append(facts, ObjectAbsent{Services, serviceNamespace, serviceName})
 			if !r.delete {
 				f.OptIn = "rules.dead-apiservices.delete"

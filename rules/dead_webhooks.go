@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -166,6 +167,7 @@ func (r DeadWebhooks) admission(view *View, config *Object) (Finding, bool) {
 // whoever registered it.
 func (r DeadWebhooks) deleteIfGone(view *View, config *Object, calls []webhookCall, f *Finding) {
 	var facts []Fact
+	var installer *Installer // the first the evidence names
 	namespaces := map[string]bool{}
 	for _, call := range calls {
 		switch {
@@ -179,15 +181,16 @@ func (r DeadWebhooks) deleteIfGone(view *View, config *Object, calls []webhookCa
 			continue
 		}
 		namespaces[call.namespace] = true
-		gone, evidence, registrar := registrarGone(view, r.mappings, r.helmSQL, config, call.namespace)
+		gone, evidence, registrar, registeredFor := registrarGone(view, r.mappings, r.helmSQL, config, call.namespace)
 		f.Evidence = append(f.Evidence, evidence...)
 		if !gone {
 			return
 		}
-		facts = append(facts, registrar...)
+		facts, installer = append(facts, registrar...), cmp.Or(installer, registeredFor)
 	}
 	f.Reason += "; its Services and whoever registered it are gone"
 	f.Action, f.Facts = Delete{}, facts
+	f.OperatorGone = &OperatorGone{Installer: installer}
 	if !r.delete {
 		f.OptIn = "rules.dead-webhooks.delete"
 	}

@@ -113,6 +113,9 @@ type verdict struct {
 	// owners keep an alive or scaled-down finalizer: "Deployment olm/olm-operator",
 	// "ClusterServiceVersion operators/etcd.v0.9.4", "Helm release logging/logging-operator".
 	owners []string
+	// installer is the operator the evidence names first: a workload of the controller mapping
+	// that matches none, or the Helm release of the object's CRD.
+	installer *Installer
 	// dependsOn are objects to delete before an orphaned finalizer may be released.
 	dependsOn []ObjectRef
 	// facts are what an orphaned verdict rests on, to be read again before the release.
@@ -211,7 +214,7 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 	if mapping, ok := r.mappings.ownerOf(finalizer, obj.Resource.GroupResource()); ok {
 		status := cache.controllersOf(mapping)
 		v.evidence = append([]string{fmt.Sprintf("%s: controller mapping %q", finalizer, mapping.key())}, status.evidence...)
-		v.owners = status.names
+		v.owners, v.installer = status.names, status.installer
 		switch status.liveness {
 		case running:
 			v.decision = alive
@@ -222,7 +225,7 @@ func (r OrphanedFinalizers) decide(cache *planCache, obj *Object, finalizer stri
 			v.facts = []Fact{controllersGone(cache.view, mapping)}
 		}
 	} else {
-		v.decision, v.evidence, v.owners = r.decideByCRD(cache, obj, finalizer)
+		v.decision, v.evidence, v.owners, v.installer = r.decideByCRD(cache, obj, finalizer)
 		if v.decision == orphaned {
 			v.facts = []Fact{r.crdOwnerGone(cache.view, obj, finalizer)}
 		}
@@ -277,26 +280,27 @@ func classifyEntry(finalizer string, gr schema.GroupResource) string {
 // decideByCRD asks the object's CRD who installed it, and whether that installer is still there:
 // a ClusterServiceVersion that owns the CRD, or an installed Helm release, proves it alive; Helm
 // ownership metadata, if there is any, decides the rest; OLM labels only when there is none. It
-// returns the decision, the evidence, and who keeps the finalizer alive.
-func (r OrphanedFinalizers) decideByCRD(cache *planCache, obj *Object, finalizer string) (decision, []string, []string) {
+// returns the decision, the evidence, who keeps the finalizer alive, and the Helm release that
+// installed the CRD, if its metadata names one.
+func (r OrphanedFinalizers) decideByCRD(cache *planCache, obj *Object, finalizer string) (decision, []string, []string, *Installer) {
 	view := cache.view
 	noMapping := fmt.Sprintf("%s: no controller mapping matches", finalizer)
 	group := obj.Resource.Group
 	crdName := obj.Resource.Resource + "." + group
 	crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName)
 	if group == "" || !ok {
-		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}, nil
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not a custom resource: no CRD to ask", obj.Resource)}, nil, nil
 	}
 	domain, _, _ := strings.Cut(finalizer, "/")
 	if !sameDomain(domain, group) {
-		return undecided, []string{noMapping, fmt.Sprintf("%s is not in the API domain of CRD %s: it may belong to another controller", finalizer, crdName)}, nil
+		return undecided, []string{noMapping, fmt.Sprintf("%s is not in the API domain of CRD %s: it may belong to another controller", finalizer, crdName)}, nil, nil
 	}
 	evidence := []string{noMapping}
 
 	csvsListed := view.Observed(ClusterServiceVersions.GroupResource(), "")
 	if csvsListed {
 		if owners := cache.owningCSVs(crdName); len(owners) > 0 {
-			return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners
+			return alive, append(evidence, fmt.Sprintf("CRD %s is owned by %s (spec.customresourcedefinitions.owned)", crdName, strings.Join(owners, ", "))), owners, nil
 		}
 		evidence = append(evidence, fmt.Sprintf("CRD %s has no owning ClusterServiceVersion", crdName))
 	} else {
@@ -306,21 +310,22 @@ func (r OrphanedFinalizers) decideByCRD(cache *planCache, obj *Object, finalizer
 	if releaseNamespace, release, ok := helmOwner(crd); ok {
 		state, helmEvidence := helmRelease(view, releaseNamespace, release, r.args.HelmSQLStorage)
 		evidence = append(evidence, fmt.Sprintf("CRD %s belongs to Helm release %s/%s (meta.helm.sh annotations)", crdName, releaseNamespace, release), helmEvidence)
+		installer := &Installer{Kind: HelmReleaseKind, Namespace: releaseNamespace, Name: release}
 		switch {
 		case state == helmInstalled:
-			return alive, evidence, []string{fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)}
+			return alive, evidence, []string{fmt.Sprintf("Helm release %s/%s", releaseNamespace, release)}, installer
 		case state == helmUninstalled && csvsListed:
-			return orphaned, evidence, nil
+			return orphaned, evidence, nil, installer
 		}
-		return undecided, evidence, nil
+		return undecided, evidence, nil, installer
 	}
 	if !csvsListed {
-		return undecided, evidence, nil
+		return undecided, evidence, nil, nil
 	}
 	if label, ok := olmLabel(crd); ok {
-		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s) and has no Helm ownership metadata", crdName, label)), nil
+		return orphaned, append(evidence, fmt.Sprintf("CRD %s was installed by OLM (label %s) and has no Helm ownership metadata", crdName, label)), nil, nil
 	}
-	return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil
+	return undecided, append(evidence, fmt.Sprintf("CRD %s has no OLM labels and no Helm ownership metadata", crdName)), nil, nil
 }
 
 // crdOwnerGone is the fact that the installer of obj's CRD is gone: read again, the CRD, every
@@ -346,7 +351,7 @@ func (r OrphanedFinalizers) crdOwnerGone(view *View, obj *Object, finalizer stri
 			if crd, ok := view.Get(CustomResourceDefinitions.GroupResource(), "", crdName); ok && helmMetadataOf(crd) != planned {
 				return false, fmt.Sprintf("re-checked live: CRD %s changed its Helm ownership metadata", crdName)
 			}
-			decision, evidence, _ := r.decideByCRD(newPlanCache(view), obj, finalizer)
+			decision, evidence, _, _ := r.decideByCRD(newPlanCache(view), obj, finalizer)
 			if decision == orphaned {
 				return true, "re-checked live: " + evidence[len(evidence)-1]
 			}
@@ -376,9 +381,16 @@ func olmLabel(obj *Object) (string, bool) {
 func (r OrphanedFinalizers) finding(verdicts []verdict) Finding {
 	var f Finding
 	byDecision := map[decision][]verdict{}
+	var installer *Installer // the first the evidence names, whichever verdict's (OperatorGone.Installer)
 	for _, v := range verdicts {
 		byDecision[v.decision] = append(byDecision[v.decision], v)
 		f.Evidence = append(f.Evidence, v.evidence...)
+		installer = cmp.Or(installer, v.installer)
+	}
+	if len(byDecision[orphaned])+len(byDecision[protected])+len(byDecision[unclassified]) > 0 {
+		// Released or not, its owner is gone: its preflight --drain would have deleted the
+		// object while the owner still ran to finalize it.
+		f.OperatorGone = &OperatorGone{Installer: installer, Drain: true}
 	}
 	switch {
 	case len(byDecision[orphaned]) > 0:

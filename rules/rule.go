@@ -160,7 +160,43 @@ type Finding struct {
 	// namespace, the APIService its deletion cannot discover. Their findings explain it; the
 	// report chains findings by it, root causes first.
 	BlockedBy []ObjectRef
+	// OperatorGone, when set, says the finding blames an operator that was uninstalled for what
+	// it is about: a preflight of the uninstall would have said so beforehand, and the report
+	// names that preflight. Nil where the finding blames none (a live controller, one scaled to
+	// 0, nobody known). The report reads it, not the reason or the evidence, which are for
+	// humans and may be reworded.
+	OperatorGone *OperatorGone
 }
+
+// OperatorGone is the operator a finding blames, uninstalled: what names it, and how its preflight
+// would have prevented what it left behind. Findings share it: it is not to be modified.
+type OperatorGone struct {
+	// Installer names the operator as the finding's evidence first names it; nil where nothing
+	// does (an APIService whose Service's namespace is gone, a CRD only labelled by OLM).
+	Installer *Installer `json:"installer,omitempty"`
+	// Drain says what it left behind are custom resources on its finalizers: a preflight with
+	// --drain deletes them while the operator still runs, so that it finalizes them.
+	Drain bool `json:"drain,omitempty"`
+}
+
+// Installer is an operator as its uninstall removes it, and so as `operator-sweeper preflight`
+// takes it: the ClusterServiceVersion OLM installed it for, the Helm release of its CRD, or the
+// workload that runs its controller, as a controller mapping names it.
+type Installer struct {
+	// Kind is ClusterServiceVersion, HelmRelease (a release of the helm command, kept in Secrets
+	// or ConfigMaps of its namespace; no custom resource), Deployment, StatefulSet or DaemonSet.
+	Kind string `json:"kind"`
+	// Namespace is empty for a workload matched in any namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is empty for a workload matched by label selector or container image: Selector or
+	// Image says which, as the controller mapping does.
+	Name     string `json:"name,omitempty"`
+	Selector string `json:"selector,omitempty"`
+	Image    string `json:"image,omitempty"`
+}
+
+// HelmReleaseKind is the Kind of an Installer that is a Helm release.
+const HelmReleaseKind = "HelmRelease"
 
 // Held is why a rule holds an action back: a reason, one word ("zone-outage"), and what it is
 // about.

@@ -70,35 +70,39 @@ func judgeService(view *View, namespace, name string) (serviceState, string) {
 // OLM is gone too. Any other's registrar is gone when the Service's namespace is: an uninstall
 // that removed the namespace and left the cluster-scoped registration behind. When the namespace
 // remains, whoever registered it may still be there, and nothing says who.
-func registrarGone(view *View, mappings FinalizerMappings, helmSQL bool, obj *Object, serviceNamespace string) (bool, []string, []Fact) {
+//
+// The installer it returns is the ClusterServiceVersion OLM registered obj for, and nil for any
+// other registrar: of those, the preflight hint of docs/report.md names only that one.
+func registrarGone(view *View, mappings FinalizerMappings, helmSQL bool, obj *Object, serviceNamespace string) (bool, []string, []Fact, *Installer) {
 	if namespace, release, ok := helmOwner(obj); ok {
 		state, evidence := helmRelease(view, namespace, release, helmSQL)
 		evidence = fmt.Sprintf("registered by Helm release %s/%s (meta.helm.sh annotations): %s", namespace, release, evidence)
 		if state != helmUninstalled {
-			return false, []string{evidence}, nil
+			return false, []string{evidence}, nil, nil
 		}
-		return true, []string{evidence}, []Fact{helmReleaseUninstalled(namespace, release, helmSQL)}
+		return true, []string{evidence}, []Fact{helmReleaseUninstalled(namespace, release, helmSQL)}, nil
 	}
 	if csvNamespace, csvName, ok := csvOwner(obj); ok {
 		evidence := []string{fmt.Sprintf("registered by OLM for ClusterServiceVersion %s/%s (label olm.owner)", csvNamespace, csvName)}
+		csv := &Installer{Kind: ClusterServiceVersions.Kind, Namespace: csvNamespace, Name: csvName}
 		if _, exists := view.Get(ClusterServiceVersions.GroupResource(), csvNamespace, csvName); exists || !view.Observed(ClusterServiceVersions.GroupResource(), csvNamespace) {
-			return false, append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s exists, or was not listed", csvNamespace, csvName)), nil
+			return false, append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s exists, or was not listed", csvNamespace, csvName)), nil, csv
 		}
 		evidence = append(evidence, fmt.Sprintf("ClusterServiceVersion %s/%s no longer exists", csvNamespace, csvName))
 		olm, mapped := mappings.ownerOf(csvCleanupFinalizer, ClusterServiceVersions.GroupResource())
 		if !mapped {
-			return false, append(evidence, "no controller mapping names OLM: cannot tell whether it runs"), nil
+			return false, append(evidence, "no controller mapping names OLM: cannot tell whether it runs"), nil, csv
 		}
 		status := controllersOf(view, olm)
 		evidence = append(evidence, status.evidence...)
 		if status.liveness != gone {
-			return false, append(evidence, "OLM is not gone: it deletes what it registered"), nil
+			return false, append(evidence, "OLM is not gone: it deletes what it registered"), nil, csv
 		}
-		return true, evidence, []Fact{ObjectAbsent{ClusterServiceVersions, csvNamespace, csvName}, controllersGone(view, olm)}
+		return true, evidence, []Fact{ObjectAbsent{ClusterServiceVersions, csvNamespace, csvName}, controllersGone(view, olm)}, csv
 	}
 	if _, exists := view.Get(Namespaces.GroupResource(), "", serviceNamespace); exists || !view.Observed(Namespaces.GroupResource(), "") {
-		return false, []string{fmt.Sprintf("namespace %s exists: whoever registered it may still be there, and nothing says who", serviceNamespace)}, nil
+		return false, []string{fmt.Sprintf("namespace %s exists: whoever registered it may still be there, and nothing says who", serviceNamespace)}, nil, nil
 	}
 	return true, []string{fmt.Sprintf("namespace %s no longer exists: what was installed there is gone", serviceNamespace)},
-		[]Fact{ObjectAbsent{Namespaces, "", serviceNamespace}}
+		[]Fact{ObjectAbsent{Namespaces, "", serviceNamespace}}, nil
 }

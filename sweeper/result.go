@@ -55,12 +55,13 @@ func (so Result) Then(next Result) Result {
 // NewFindingResult is a finding and what became of its action, as the report shows it.
 func NewFindingResult(f rules.Finding, res Result) report.FindingResult {
 	fr := report.FindingResult{
-		Rule:     f.Rule,
-		Severity: f.Severity,
-		Object:   report.ObjectOf(f.Object),
-		Reason:   f.Reason,
-		Evidence: f.Evidence,
-		Symptom:  f.Symptom,
+		Rule:         f.Rule,
+		Severity:     f.Severity,
+		Object:       report.ObjectOf(f.Object),
+		Reason:       f.Reason,
+		Evidence:     f.Evidence,
+		Symptom:      f.Symptom,
+		OperatorGone: f.OperatorGone,
 	}
 	for _, ref := range append(slices.Clone(f.BlockedBy), res.BlockedBy...) {
 		fr.BlockedBy = append(fr.BlockedBy, report.ObjectOf(ref))

@@ -41,7 +41,8 @@ func New(start time.Time) *report.Report {
 
 // Add adds a rule's finding to r, with what became of its action.
 func Add(r *report.Report, f rules.Finding, res Result) {
-	fr := report.FindingResult{Rule: f.Rule, Severity: f.Severity, Object: report.ObjectOf(f.Object), Reason: f.Reason, Evidence: slices.Clone(f.Evidence), Symptom: f.Symptom}
+	fr := report.FindingResult{Rule: f.Rule, Severity: f.Severity, Object: report.ObjectOf(f.Object), Reason: f.Reason, Evidence: slices.Clone(f.Evidence), Symptom: f.Symptom,
+		OperatorGone: f.OperatorGone}
 	if fr.Evidence == nil {
 		fr.Evidence = []string{}
 	}
