@@ -200,13 +200,17 @@ test-e2e: tools ## The rest of test/: the shipped manifests and chart installed 
 BENCH_PACKAGES := $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_test.go' '^func Benchmark' test))))
 
 .PHONY: bench
-bench: bench-scale ## All benchmarks (about 14 minutes on 2 cores): bench-scale, rules, View, report printing, 10k-ConfigMap sweeps.
+bench: bench-scale bench-repair ## All benchmarks (about 30 minutes on 2 cores): bench-scale, bench-repair, rules, View, report printing, 10k-ConfigMap sweeps.
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./rules/... ./sweeper/ ./report/
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -count 3 $(BENCH_PACKAGES)
 
 .PHONY: bench-scale
 bench-scale: build ## Sweep vs metadata-list floor vs kubectl at 5.5k/55k/110k objects; writes bench/results.md.
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh kubectl)" $(GO) run ./hack/bench --sweeper $(BIN) --out bench/results.md $(BENCH_ARGS)
+
+.PHONY: bench-repair
+bench-repair: build ## Repair of 5,000 and 25,000 stuck objects vs the release floor, best of 2; writes bench/repair.md.
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) run ./hack/bench/repair --sweeper $(BIN) --reps 2 --out bench/repair.md $(REPAIR_ARGS)
 
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck (pinned, run through the module proxy).

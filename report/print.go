@@ -148,7 +148,7 @@ func (r *Report) heldBackLine() string {
 	return fmt.Sprintf(" %d held back by --max-actions, %d more %s at this cap;", s.HeldBack, s.RunsToFinish, runs)
 }
 
-// stuckNamespacesLine is " stuck namespaces by root cause: orphaned-finalizers 2, dead-apiservices 1;",
+// stuckNamespacesLine is " stuck namespaces by root cause: <rule> 2, <other rule> 1;",
 // or nothing.
 func (r *Report) stuckNamespacesLine() string {
 	if len(r.Summary.StuckNamespaces) == 0 {
