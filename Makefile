@@ -103,7 +103,7 @@ testbin: ## Build (once) kube-apiserver and etcd, for the demo.
 	@hack/testbin.sh >/dev/null
 
 .PHONY: testbin-all
-testbin-all: ## Build (once) the whole control plane the tests and demo-real run: and controllers, kwok, OLM, the operators.
+testbin-all: ## Build (once) the whole control plane the tests run: and controllers, kwok, OLM, the operators.
 	@hack/testbin.sh all >/dev/null
 
 .PHONY: testbin-versions
@@ -116,8 +116,8 @@ demo: build testbin ## Start a local real API server with sample debris and prin
 	KUBEBUILDER_ASSETS="$$(hack/testbin.sh)" $(GO) run ./hack/demo --sweeper $(BIN) $(DEMO_ARGS)
 
 .PHONY: demo-real
-demo-real: build testbin-all ## The demo with real controllers and OLM making the debris (about 2 minutes).
-	KUBEBUILDER_ASSETS="$$(hack/testbin.sh all)" $(GO) run ./hack/demo --real --sweeper $(BIN) $(DEMO_ARGS)
+demo-real: build ## The demo with real controllers and OLM making the debris (about 2 minutes, once they are built).
+	KUBEBUILDER_ASSETS="$$(hack/testbin.sh controllers)" $(GO) run ./hack/demo --real --sweeper $(BIN) $(DEMO_ARGS)
 
 .PHONY: test
 # make test orders its work for a fresh machine, where building the test binaries from the module
