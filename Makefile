@@ -74,14 +74,14 @@ image-docker: ## Build the container image with a container engine, from the Doc
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 .PHONY: manifests
-manifests: ## Render the kustomize base and overlays into bin/manifests/.
+manifests: generate ## Write the generated RBAC and admission parts of manifests/ and the chart (make generate), then render the kustomize base and overlays into bin/manifests/.
 	@mkdir -p bin/manifests
 	$(GO) run ./hack/render manifests/base > bin/manifests/base.yaml
 	$(GO) run ./hack/render manifests/overlays/report-only > bin/manifests/report-only.yaml
 	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
 .PHONY: generate
-generate: ## Write what is derived from the rules and the catalog: the ClusterRole's rules, the admission policy's guarded finalizers, docs/catalog.md.
+generate: ## Write what is derived from the rules and the catalog: the ClusterRoles' rules (walk and rules), the admission policy's guarded finalizers, docs/catalog.md.
 	$(GO) run ./hack/generate
 
 .PHONY: tools

@@ -1,7 +1,6 @@
 package options
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,74 +9,52 @@ import (
 
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
+	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
+// TestPolicyRules: a sweep needs what its enabled rules declare, rule by rule in their order (each
+// rule's tests say what it declares; no list here repeats them), in every mode but a client dry
+// run; applying, it records Events too.
 func TestPolicyRules(t *testing.T) {
-	opts := Default()
-	policy, err := opts.PolicyRules()
-	require.NoError(t, err)
-	assert.Empty(t, policy, "--dry-run=client writes nothing")
-
-	opts.DryRun = report.DryRunNone
-	policy, err = opts.PolicyRules()
-	require.NoError(t, err)
-	grants := grantsOf(policy)
-	// What orphaned-finalizers may release, it may patch: every resource of every catalog entry
-	// whose consequence lets it go.
-	operators, err := rules.Catalog()
-	require.NoError(t, err)
-	releasable := map[string]bool{}
-	for _, op := range operators {
-		for _, owner := range op.Finalizers {
-			if !owner.Consequence.Releasable() {
-				continue
-			}
-			for _, glob := range owner.Resources {
-				resource, group, _ := strings.Cut(glob, ".")
-				releasable[group+"/"+resource] = true
-				assert.True(t, grants["patch "+group+"/"+resource] || grants["patch "+group+"/*"], "%s (%s, %s) may be released: patch is granted", glob, op.Name, owner.Pattern)
-				assert.True(t, grants["get "+group+"/"+resource] || grants["get "+group+"/*"], "%s: get, to re-read after a lost race", glob)
-			}
-		}
-	}
-	for grant := range grants {
-		verb, resource, _ := strings.Cut(grant, " ")
-		switch verb {
-		case "patch":
-			assert.True(t, releasable[resource] || resource == "operators.coreos.com/installplans",
-				"%s: patch only where a finalizer may be released, or an InstallPlan re-owned", grant)
-		case "get":
-		default:
-			assert.Contains(t, []string{"delete /pods", "create events.k8s.io/events"}, grant, "no opt-in: nothing is deleted but catalog pods")
-		}
-	}
-
-	opts.RuleConfigs = map[string]rules.RuleConfig{
+	optedIn := Default()
+	optedIn.RuleConfigs = map[string]rules.RuleConfig{
 		"olm-rbac":           {Args: rules.OLMRBACArgs{Delete: true}},
 		"operator-leftovers": {Args: rules.OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}},
 	}
-	opts.Rules = []string{"olm-rbac", "operator-leftovers"}
-	opts.DryRun = report.DryRunServer
-	policy, err = opts.PolicyRules()
-	require.NoError(t, err)
-	assert.Equal(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "clusterroles", "rolebindings", "roles"}, Verbs: []string{"get", "delete"}},
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "delete"}},
-		{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "delete"}},
-	}, policy, "opted in; a server-side dry run records no Events")
-}
-
-// grantsOf flattens policy rules into a set of "verb group/resource".
-func grantsOf(policy []rbacv1.PolicyRule) map[string]bool {
-	grants := map[string]bool{}
-	for _, r := range policy {
-		for _, group := range r.APIGroups {
-			for _, resource := range r.Resources {
-				for _, verb := range r.Verbs {
-					grants[verb+" "+group+"/"+resource] = true
+	optedIn.Rules = []string{"olm-rbac", "operator-leftovers"}
+	tests := []struct {
+		name   string
+		opts   Options
+		mode   report.DryRunMode
+		events bool
+	}{
+		{name: "client dry run: writes nothing", opts: Default(), mode: report.DryRunClient},
+		{name: "applying: the rules' grants and the Events", opts: Default(), mode: report.DryRunNone, events: true},
+		{name: "opted in, server dry run: no Events", opts: optedIn, mode: report.DryRunServer},
+		{name: "opted in, applying", opts: optedIn, mode: report.DryRunNone, events: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.DryRun = tt.mode
+			policy, err := tt.opts.PolicyRules()
+			require.NoError(t, err)
+			if tt.mode == report.DryRunClient {
+				assert.Empty(t, policy)
+				return
+			}
+			ruleSet, err := tt.opts.RuleSet()
+			require.NoError(t, err)
+			var want []rbacv1.PolicyRule
+			for _, rule := range ruleSet {
+				if authorized, ok := rule.(rules.Authorized); ok {
+					want = append(want, authorized.PolicyRules()...)
 				}
 			}
-		}
+			require.NotEmpty(t, want, "the rules enabled act")
+			if tt.events {
+				want = append(want, sweeper.EventsPolicyRule())
+			}
+			assert.Equal(t, want, policy)
+		})
 	}
-	return grants
 }

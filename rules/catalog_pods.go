@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
 )
@@ -64,6 +65,7 @@ func NewCatalogPods(args CatalogPodsArgs, settings Settings) (CatalogPods, error
 
 var (
 	_ ContentReader = CatalogPods{}
+	_ WholeReader   = CatalogPods{}
 	_ Authorized    = CatalogPods{}
 )
 
@@ -98,6 +100,12 @@ func (r CatalogPods) ReadsContent() []ContentRequest {
 		requests = append(requests, ContentRequest{Resource: Pods.GroupResource(), Selector: r.source, Fields: podFields})
 	}
 	return requests
+}
+
+// ReadsWhole implements WholeReader: what it reads in full: the pods, their nodes and the nodes'
+// Leases (in kube-node-lease, whichever shard owns it), and every node of a pod's zone.
+func (r CatalogPods) ReadsWhole() []schema.GroupResource {
+	return contentResources(r.ReadsContent())
 }
 
 // Plan implements Rule.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -262,4 +263,11 @@ func TestCatalogPodsReadsOnlyWhatItNeeds(t *testing.T) {
 		{Resource: Leases.GroupResource(), Fields: []string{"spec.holderIdentity", "spec.leaseDurationSeconds", "spec.renewTime", "spec.acquireTime"}},
 	}, CatalogPods{}.ReadsContent())
 	assert.Len(t, CatalogPods{source: "app=registry"}.ReadsContent(), 4)
+}
+
+// TestCatalogPodsPolicyRules: get and delete on pods, with no opt-in: the only delete the rules
+// make by default.
+func TestCatalogPodsPolicyRules(t *testing.T) {
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}}},
+		policyRulesOf(t, CatalogPodsName, nil, Settings{}))
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,10 @@ func NewDeadAPIServices(args DeadAPIServicesArgs, settings Settings) (DeadAPISer
 }
 
 var (
-	_ ContentReader = DeadAPIServices{}
-	_ Authorized    = DeadAPIServices{}
+	_ ContentReader    = DeadAPIServices{}
+	_ WholeReader      = DeadAPIServices{}
+	_ AnnotationReader = DeadAPIServices{}
+	_ Authorized       = DeadAPIServices{}
 )
 
 // Name implements Rule.
@@ -82,6 +85,15 @@ func (DeadAPIServices) ReadsContent() []ContentRequest {
 		{Resource: Namespaces.GroupResource(), Fields: []string{"status.conditions"}},
 	}, workloadContent()...)
 }
+
+// ReadsWhole implements WholeReader: every APIService and the namespaces their discovery blocks,
+// and what says whether a Service and its registrar are gone.
+func (r DeadAPIServices) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), registrarReads())
+}
+
+// ReadsAnnotations implements AnnotationReader: the Helm release that registered an APIService.
+func (DeadAPIServices) ReadsAnnotations() []string { return []string{helmAnnotations} }
 
 // Plan implements Rule.
 func (r DeadAPIServices) Plan(_ context.Context, view *View) []Finding {

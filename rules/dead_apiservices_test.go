@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -166,4 +167,23 @@ func TestDeadAPIServicesFactsBreakWhenTheServiceReturns(t *testing.T) {
 		}
 	}
 	assert.Less(t, held, len(findings[0].Facts), "the Service back breaks a fact")
+}
+
+// TestDeadAPIServicesPolicyRules: get and delete on APIServices, once opted in; nothing before.
+func TestDeadAPIServicesPolicyRules(t *testing.T) {
+	tests := []struct {
+		name string
+		args DeadAPIServicesArgs
+		want []rbacv1.PolicyRule
+	}{
+		{name: "reporting only"},
+		{name: "opted in", args: DeadAPIServicesArgs{Delete: true}, want: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"get", "delete"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, policyRulesOf(t, DeadAPIServicesName, tt.args, Settings{}))
+		})
+	}
 }

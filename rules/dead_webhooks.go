@@ -9,6 +9,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // DeadWebhooks reports admission webhooks and CRD conversion webhooks whose Service is gone or has
@@ -41,8 +42,10 @@ func NewDeadWebhooks(args DeadWebhooksArgs, settings Settings) (DeadWebhooks, er
 }
 
 var (
-	_ ContentReader = DeadWebhooks{}
-	_ Authorized    = DeadWebhooks{}
+	_ ContentReader    = DeadWebhooks{}
+	_ WholeReader      = DeadWebhooks{}
+	_ AnnotationReader = DeadWebhooks{}
+	_ Authorized       = DeadWebhooks{}
 )
 
 var webhookConfigurations = []Resource{ValidatingWebhookConfigurations, MutatingWebhookConfigurations}
@@ -86,6 +89,17 @@ func (DeadWebhooks) ReadsContent() []ContentRequest {
 		endpointSliceContent,
 	}, workloadContent()...)
 }
+
+// ReadsWhole implements WholeReader: every webhook configuration and the CRDs whose conversion
+// calls a webhook, and what says whether a Service and its registrar are gone; the namespaces too,
+// which a webhook's namespaceSelector matches by their labels (Refusal).
+func (r DeadWebhooks) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), registrarReads())
+}
+
+// ReadsAnnotations implements AnnotationReader: the Helm release that registered a webhook
+// configuration.
+func (DeadWebhooks) ReadsAnnotations() []string { return []string{helmAnnotations} }
 
 // Plan implements Rule.
 func (r DeadWebhooks) Plan(_ context.Context, view *View) []Finding {

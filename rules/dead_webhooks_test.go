@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // webhook is an entry of a webhook configuration's webhooks, calling Service namespace/service
@@ -212,4 +213,24 @@ func TestDeadWebhooksRefuse(t *testing.T) {
 
 	alive := viewWith(Coverage{}, config, object(Namespaces, "", "acme"), object(Services, "acme", "acme-webhook"), endpointSlice("acme", "acme-webhook", true))
 	assert.Empty(t, rule.Plan(context.Background(), alive), "a webhook that answers refuses nothing of the sweeper's")
+}
+
+// TestDeadWebhooksPolicyRules: get and delete on webhook configurations, once opted in; nothing
+// before.
+func TestDeadWebhooksPolicyRules(t *testing.T) {
+	tests := []struct {
+		name string
+		args DeadWebhooksArgs
+		want []rbacv1.PolicyRule
+	}{
+		{name: "reporting only"},
+		{name: "opted in", args: DeadWebhooksArgs{Delete: true}, want: []rbacv1.PolicyRule{
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "delete"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, policyRulesOf(t, DeadWebhooksName, tt.args, Settings{}))
+		})
+	}
 }

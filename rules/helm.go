@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Helm v3 keeps each revision of a release as a Secret (the default driver) or a ConfigMap (the
@@ -10,6 +12,16 @@ import (
 // labelled owner=helm, name=<release>, status=<status>, version=<revision> (helm
 // pkg/storage/driver). `helm uninstall` deletes them all, or, with --keep-history, leaves the
 // latest revision with status=uninstalled. The sql driver keeps them outside the cluster.
+
+// helmAnnotations is the family of the annotations by which an object names its Helm release: a
+// rule that asks it (helmOwner, helmMetadataOf) reads them.
+const helmAnnotations = "meta.helm.sh/"
+
+// helmRecords are the resources Helm keeps its releases' records in: a rule that judges a release
+// (helmRelease) reads them whole, the release's namespace being anywhere.
+func helmRecords() []schema.GroupResource {
+	return groupResources(Secrets, ConfigMaps)
+}
 
 // helmOwner returns the Helm release obj says it belongs to: label
 // app.kubernetes.io/managed-by=Helm and annotations meta.helm.sh/release-name and -namespace.

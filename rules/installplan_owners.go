@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
@@ -44,6 +45,7 @@ func NewInstallPlanOwners(_ InstallPlanOwnersArgs, settings Settings) (InstallPl
 
 var (
 	_ ContentReader = InstallPlanOwners{}
+	_ WholeReader   = InstallPlanOwners{}
 	_ Authorized    = InstallPlanOwners{}
 )
 
@@ -68,6 +70,11 @@ func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {
 // ReadsContent implements ContentReader.
 func (InstallPlanOwners) ReadsContent() []ContentRequest {
 	return []ContentRequest{subscriptionContent}
+}
+
+// ReadsWhole implements WholeReader: the Subscriptions and the InstallPlans they name.
+func (r InstallPlanOwners) ReadsWhole() []schema.GroupResource {
+	return append(contentResources(r.ReadsContent()), InstallPlans.GroupResource())
 }
 
 // subscriptionOwner is the ownerReference OLM writes on an InstallPlan for a Subscription.

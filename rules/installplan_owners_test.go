@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,4 +145,10 @@ func TestInstallPlanOwners(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInstallPlanOwnersPolicyRules: get and patch on InstallPlans, the only objects it re-owns.
+func TestInstallPlanOwnersPolicyRules(t *testing.T) {
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "patch"}}},
+		policyRulesOf(t, InstallPlanOwnersName, nil, Settings{}))
 }

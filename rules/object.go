@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,14 +31,15 @@ type Meta struct {
 	DeletionTimestamp          *metav1.Time
 	DeletionGracePeriodSeconds *int64
 	Labels                     map[string]string
-	// Annotations holds only those rules read (ReadsAnnotation).
+	// Annotations holds, in a view, only those the enabled rules read (KeptAnnotations).
 	Annotations     map[string]string
 	OwnerReferences []metav1.OwnerReference
 	Finalizers      []string
 }
 
-// MetaOf keeps of meta what rules read. The result shares meta's strings, maps and slices but
-// for annotations, which it copies when it drops some.
+// MetaOf keeps of meta what rules read, every annotation included: which of them a view keeps
+// depends on the rules enabled, and the engine drops the others (KeptAnnotations.Of). The result
+// shares meta's strings, maps and slices.
 func MetaOf(meta *metav1.ObjectMeta) Meta {
 	return Meta{
 		Namespace:                  meta.Namespace,
@@ -48,7 +50,7 @@ func MetaOf(meta *metav1.ObjectMeta) Meta {
 		DeletionTimestamp:          meta.DeletionTimestamp,
 		DeletionGracePeriodSeconds: meta.DeletionGracePeriodSeconds,
 		Labels:                     meta.Labels,
-		Annotations:                readAnnotations(meta.Annotations),
+		Annotations:                meta.Annotations,
 		OwnerReferences:            meta.OwnerReferences,
 		Finalizers:                 meta.Finalizers,
 	}
@@ -76,42 +78,65 @@ func (o *Object) Ref() ObjectRef {
 	}
 }
 
-// readAnnotationPrefixes are the families of annotations rules read: Helm's release annotations
-// (meta.helm.sh/release-name, -namespace) and OLM's (operatorframework.io/properties).
-var readAnnotationPrefixes = []string{"meta.helm.sh/", "operatorframework.io/", "olm."}
+// KeptAnnotations says which annotations objects keep: those of the families the enabled rules
+// read (AnnotationReader), as the engine merges them. The others, kubectl's
+// last-applied-configuration first, can be kilobytes each, and no rule looks them up. The zero
+// KeptAnnotations keeps every annotation.
+type KeptAnnotations struct {
+	families []string
+	// only: keep the families' annotations only; the zero value keeps all.
+	only bool
+}
 
-// ReadsAnnotation reports whether rules read an annotation. Objects keep only those: the others,
-// kubectl's last-applied-configuration first, can be kilobytes each. A rule that reads another
-// annotation adds its family here (TestReadsAnnotation checks).
-func ReadsAnnotation(key string) bool {
-	for _, prefix := range readAnnotationPrefixes {
-		if strings.HasPrefix(key, prefix) {
+// KeepAnnotations keeps the annotations of families, key prefixes ("meta.helm.sh/"), and drops
+// the others; with no families, it drops them all.
+func KeepAnnotations(families ...string) KeptAnnotations {
+	kept := KeptAnnotations{only: true}
+	for _, family := range families {
+		if !slices.Contains(kept.families, family) {
+			kept.families = append(kept.families, family)
+		}
+	}
+	slices.Sort(kept.families)
+	return kept
+}
+
+// Keeps reports whether objects keep an annotation.
+func (a KeptAnnotations) Keeps(key string) bool {
+	if !a.only {
+		return true
+	}
+	for _, family := range a.families { // a handful: a loop beats a set of prefixes
+		if strings.HasPrefix(key, family) {
 			return true
 		}
 	}
 	return false
 }
 
-// readAnnotations are the annotations of all that rules read: all itself if they read every
-// one, nil if none.
-func readAnnotations(all map[string]string) map[string]string {
-	read := 0
+// Of returns the annotations of all that are kept: all itself if every one is, nil if none is,
+// a copy otherwise (all is shared with the object it came from).
+func (a KeptAnnotations) Of(all map[string]string) map[string]string {
+	if !a.only {
+		return all
+	}
+	kept := 0
 	for k := range all {
-		if ReadsAnnotation(k) {
-			read++
+		if a.Keeps(k) {
+			kept++
 		}
 	}
-	switch read {
+	switch kept {
 	case 0:
 		return nil
 	case len(all):
 		return all
 	}
-	kept := make(map[string]string, read)
+	some := make(map[string]string, kept)
 	for k, v := range all {
-		if ReadsAnnotation(k) {
-			kept[k] = v
+		if a.Keeps(k) {
+			some[k] = v
 		}
 	}
-	return kept
+	return some
 }

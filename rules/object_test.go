@@ -1,12 +1,6 @@
 package rules
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,73 +9,54 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestReadsAnnotation checks that objects keep every annotation a rule reads: each use of
-// Annotations in the rules must be a lookup of a key, a literal or a constant, that
-// ReadsAnnotation keeps. A rule that ranges over annotations would see only the kept ones.
-func TestReadsAnnotation(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	fset := token.NewFileSet()
-	consts := map[string]string{}
-	var parsed []*ast.File
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") || name == "object.go" {
-			continue
+// TestRulesDeclareTheAnnotationsTheyRead: a view keeps only the annotations of the families the
+// enabled rules declare (AnnotationReader), so a rule declares every annotation it looks up, in
+// its own code or a helper's: run alone or beside others, it sees them. Rules look annotations up
+// by a key, a literal or a constant, never range over them: they would see only those kept.
+func TestRulesDeclareTheAnnotationsTheyRead(t *testing.T) {
+	code := parseRuleCode(t)
+	lookups, other := code.annotationLookups(code.keys())
+	assert.Empty(t, other, "objects keep only the annotations rules look up")
+	require.NotEmpty(t, lookups, "the rules read some annotations")
+	read := map[string]bool{}
+	for _, rule := range everyRule(t) {
+		reached, _ := code.annotationLookups(code.reach(typeName(rule)))
+		kept := KeepAnnotations()
+		if reader, ok := rule.(AnnotationReader); ok {
+			kept = KeepAnnotations(reader.ReadsAnnotations()...)
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
-		parsed = append(parsed, f)
-		ast.Inspect(f, func(n ast.Node) bool {
-			if spec, ok := n.(*ast.ValueSpec); ok {
-				for i, id := range spec.Names {
-					if i < len(spec.Values) {
-						if lit, ok := spec.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							consts[id.Name], _ = strconv.Unquote(lit.Value)
-						}
-					}
-				}
-			}
-			return true
-		})
+		for key, where := range reached {
+			read[key] = true
+			assert.True(t, kept.Keeps(key), "%s reads annotation %s (%s): add its family to its ReadsAnnotations", rule.Name(), key, where[0])
+		}
+		assert.False(t, kept.Keeps("kubectl.kubernetes.io/last-applied-configuration"), rule.Name())
 	}
-	found := 0
-	for _, f := range parsed {
-		lookups := map[ast.Expr]bool{}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.IndexExpr:
-				if sel, ok := n.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Annotations" {
-					lookups[sel] = true
-					key, ok := annotationKey(n.Index, consts)
-					if assert.True(t, ok, "%s: look annotations up by a literal or constant key", fset.Position(n.Pos())) {
-						assert.True(t, ReadsAnnotation(key), "%s: objects drop annotation %s: add its family to readAnnotationPrefixes", fset.Position(n.Pos()), key)
-						found++
-					}
-				}
-			case *ast.SelectorExpr:
-				if n.Sel.Name == "Annotations" && !lookups[n] {
-					assert.Fail(t, "annotations used other than by key", "%s: objects keep only the annotations rules look up", fset.Position(n.Pos()))
-				}
-			}
-			return true
-		})
+	for key, where := range lookups {
+		assert.True(t, read[key], "annotation %s is looked up (%s) by code no rule reaches", key, where[0])
 	}
-	assert.Positive(t, found, "the rules read some annotations")
-	assert.False(t, ReadsAnnotation("kubectl.kubernetes.io/last-applied-configuration"))
 }
 
-func annotationKey(index ast.Expr, consts map[string]string) (string, bool) {
-	switch index := index.(type) {
-	case *ast.BasicLit:
-		if index.Kind == token.STRING {
-			key, err := strconv.Unquote(index.Value)
-			return key, err == nil
-		}
-	case *ast.Ident:
-		key, ok := consts[index.Name]
-		return key, ok
+// TestKeptAnnotations: the families kept, and no others; the zero value keeps all.
+func TestKeptAnnotations(t *testing.T) {
+	annotations := map[string]string{"meta.helm.sh/release-name": "shop", "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	tests := []struct {
+		name string
+		kept KeptAnnotations
+		want map[string]string
+	}{
+		{name: "all", want: annotations},
+		{name: "none", kept: KeepAnnotations(), want: nil},
+		{name: "a family", kept: KeepAnnotations("meta.helm.sh/", "operatorframework.io/"), want: map[string]string{"meta.helm.sh/release-name": "shop"}},
+		{name: "every one's family", kept: KeepAnnotations("meta.helm.sh/", "kubectl.kubernetes.io/"), want: annotations},
+		{name: "no family of theirs", kept: KeepAnnotations("operatorframework.io/"), want: nil},
 	}
-	return "", false
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.kept.Of(annotations))
+			assert.Len(t, annotations, 2, "the annotations are left as they were")
+		})
+	}
+	assert.Equal(t, KeepAnnotations("b/", "a/"), KeepAnnotations("a/", "b/", "a/"), "families are a set")
 }
 
 func TestMetaOf(t *testing.T) {
@@ -101,13 +76,11 @@ func TestMetaOf(t *testing.T) {
 		Namespace: "shop", Name: "a", UID: "u", ResourceVersion: "7",
 		CreationTimestamp: meta.CreationTimestamp, DeletionTimestamp: &deleted, DeletionGracePeriodSeconds: ptr.To[int64](30),
 		Labels:          map[string]string{"app": "shop"},
-		Annotations:     map[string]string{"meta.helm.sh/release-name": "shop"},
+		Annotations:     meta.Annotations, // the view drops those no rule reads (KeptAnnotations)
 		OwnerReferences: meta.OwnerReferences,
 		Finalizers:      []string{"example.com/f"},
 	}, MetaOf(&meta))
 	assert.Len(t, meta.Annotations, 2, "meta is left as it was")
-
-	assert.Nil(t, MetaOf(&metav1.ObjectMeta{Annotations: map[string]string{"description": "x"}}).Annotations)
 }
 
 func TestControllerRef(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // OLMRBACName is the name of rule olm-rbac.
@@ -43,6 +44,7 @@ func NewOLMRBAC(args OLMRBACArgs, settings Settings) (OLMRBAC, error) {
 
 var (
 	_ ContentReader = OLMRBAC{}
+	_ WholeReader   = OLMRBAC{}
 	_ Authorized    = OLMRBAC{}
 )
 
@@ -109,6 +111,11 @@ func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
 
 // ReadsContent implements ContentReader: workload replicas, to tell whether OLM runs.
 func (OLMRBAC) ReadsContent() []ContentRequest { return workloadContent() }
+
+// ReadsWhole implements WholeReader: what OLM made for a CSV, the CSVs, and whether OLM runs.
+func (r OLMRBAC) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), groupResources(ClusterServiceVersions), groupResources(olmRBACResources...))
+}
 
 // Plan implements Rule.
 func (r OLMRBAC) Plan(_ context.Context, view *View) []Finding {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -73,6 +74,27 @@ func TestOLMRBAC(t *testing.T) {
 				}
 				require.ElementsMatch(t, want, deleted)
 			}
+		})
+	}
+}
+
+// TestOLMRBACPolicyRules: get and delete on what OLM makes for a CSV, once opted in; nothing
+// before.
+func TestOLMRBACPolicyRules(t *testing.T) {
+	tests := []struct {
+		name string
+		args OLMRBACArgs
+		want []rbacv1.PolicyRule
+	}{
+		{name: "reporting only"},
+		{name: "opted in", args: OLMRBACArgs{Delete: true}, want: []rbacv1.PolicyRule{
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "clusterroles", "rolebindings", "roles"}, Verbs: []string{"get", "delete"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, Verbs: []string{"get", "delete"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, policyRulesOf(t, OLMRBACName, tt.args, Settings{}))
 		})
 	}
 }

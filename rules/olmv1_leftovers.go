@@ -49,8 +49,10 @@ func NewOLMv1Leftovers(args OLMv1LeftoversArgs, _ Settings) (OLMv1Leftovers, err
 }
 
 var (
-	_ Authorized    = OLMv1Leftovers{}
-	_ ContentReader = OLMv1Leftovers{}
+	_ Authorized       = OLMv1Leftovers{}
+	_ ContentReader    = OLMv1Leftovers{}
+	_ WholeReader      = OLMv1Leftovers{}
+	_ AnnotationReader = OLMv1Leftovers{}
 )
 
 // ReadsContent implements ContentReader: ClusterExtensions' conditions, which say why an install
@@ -63,6 +65,17 @@ func (OLMv1Leftovers) ReadsContent() []ContentRequest {
 		{Resource: RoleBindings.GroupResource(), Fields: bindingFields},
 	}
 }
+
+// ReadsWhole implements WholeReader: the ClusterExtensions, and what says whether what OLM v1
+// applied for one is still in use, or whose a conflicting object is: the bindings of its
+// ServiceAccount and the workloads labelled for it, wherever they are, its namespace, the CRDs and
+// the CSVs that own them.
+func (r OLMv1Leftovers) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), groupResources(Namespaces, CustomResourceDefinitions), groupResources(olmv1Workloads...))
+}
+
+// ReadsAnnotations implements AnnotationReader: the Helm release a conflicting CRD belongs to.
+func (OLMv1Leftovers) ReadsAnnotations() []string { return []string{helmAnnotations} }
 
 // olmv1Deletable are the resources olmv1-leftovers deletes, bindings before what they bind.
 var olmv1Deletable = []Resource{ClusterRoleBindings, ClusterRoles, RoleBindings, Roles, CustomResourceDefinitions}

@@ -83,8 +83,10 @@ func leftoverKindNames() []string {
 }
 
 var (
-	_ ContentReader = OperatorLeftovers{}
-	_ Authorized    = OperatorLeftovers{}
+	_ ContentReader    = OperatorLeftovers{}
+	_ WholeReader      = OperatorLeftovers{}
+	_ AnnotationReader = OperatorLeftovers{}
+	_ Authorized       = OperatorLeftovers{}
 )
 
 // Name implements Rule.
@@ -116,6 +118,18 @@ func (OperatorLeftovers) ReadsContent() []ContentRequest {
 		{Resource: Deployments.GroupResource(), Fields: deploymentRunFields},
 	}
 }
+
+// ReadsWhole implements WholeReader: OLM's own kinds of every operator (Subscriptions, CSVs,
+// InstallPlans, Operators, OperatorConditions) and the Deployments that say whether a CSV runs.
+// The other kinds an Operator lists as its components it looks up where they are: the shard
+// that owns one reports it.
+func (r OperatorLeftovers) ReadsWhole() []schema.GroupResource {
+	return append(contentResources(r.ReadsContent()), InstallPlans.GroupResource(), OperatorConditions.GroupResource())
+}
+
+// ReadsAnnotations implements AnnotationReader: the package a CSV names in its
+// operatorframework.io/properties.
+func (OperatorLeftovers) ReadsAnnotations() []string { return []string{"operatorframework.io/"} }
 
 // csvRunFields are what rules read of a CSV to tell whether it runs: the Deployments it installs;
 // deploymentRunFields, of a Deployment.

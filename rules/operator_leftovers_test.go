@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -336,4 +337,23 @@ func TestAnOperatorDisownedByOLMStillRuns(t *testing.T) {
 	require.Len(t, findings, 1, "the Operator of a running operator is not left behind")
 	assert.Equal(t, running.Ref(), findings[0].Object)
 	assert.Equal(t, "unmanaged: no Subscription, but it runs", findings[0].Reason)
+}
+
+// TestOperatorLeftoversPolicyRules: get and delete on the kinds opted in, and no other.
+func TestOperatorLeftoversPolicyRules(t *testing.T) {
+	tests := []struct {
+		name string
+		args OperatorLeftoversArgs
+		want []rbacv1.PolicyRule
+	}{
+		{name: "reporting only"},
+		{name: "InstallPlans opted in", args: OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, want: []rbacv1.PolicyRule{
+			{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "delete"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, policyRulesOf(t, OperatorLeftoversName, tt.args, Settings{}))
+		})
+	}
 }

@@ -56,8 +56,10 @@ func NewOrphanedFinalizers(args OrphanedFinalizersArgs, settings Settings) (Orph
 }
 
 var (
-	_ ContentReader = OrphanedFinalizers{}
-	_ Authorized    = OrphanedFinalizers{}
+	_ ContentReader    = OrphanedFinalizers{}
+	_ WholeReader      = OrphanedFinalizers{}
+	_ AnnotationReader = OrphanedFinalizers{}
+	_ Authorized       = OrphanedFinalizers{}
 )
 
 // Name implements Rule.
@@ -84,6 +86,16 @@ func (r OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {
 func (OrphanedFinalizers) ReadsContent() []ContentRequest {
 	return append(workloadContent(), ContentRequest{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields})
 }
+
+// ReadsWhole implements WholeReader: whether a finalizer's owner is gone rests on the workloads
+// and Leases of its controller mapping, or on its object's CRD, the CSVs that may own it and the
+// records of the CRD's Helm release; a CSV's csv-cleanup, on what OLM made for the CSV.
+func (r OrphanedFinalizers) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), groupResources(CustomResourceDefinitions), helmRecords(), groupResources(csvCleanupResources...))
+}
+
+// ReadsAnnotations implements AnnotationReader: the Helm release a CRD belongs to.
+func (OrphanedFinalizers) ReadsAnnotations() []string { return []string{helmAnnotations} }
 
 // csvCRDFields are what rules read of a CSV to tell which CRDs it owns or requires.
 var csvCRDFields = []string{"spec.customresourcedefinitions"}

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -411,4 +412,43 @@ func TestSameDomain(t *testing.T) {
 	assert.True(t, sameDomain("acme.io", "cache.acme.io"))
 	assert.False(t, sameDomain("backup.example.com", "acme.io"))
 	assert.False(t, sameDomain("evilacme.io", "acme.io"))
+}
+
+// TestOrphanedFinalizersPolicyRules: what orphaned-finalizers may release, it may get and patch:
+// every resource of every catalog entry whose consequence lets it go; and it may patch nothing
+// else, nor use another verb.
+func TestOrphanedFinalizersPolicyRules(t *testing.T) {
+	mappings, err := NewFinalizerMappings(nil)
+	require.NoError(t, err)
+	grants := map[string]bool{}
+	for _, p := range policyRulesOf(t, OrphanedFinalizersName, nil, Settings{Finalizers: mappings}) {
+		for _, group := range p.APIGroups {
+			for _, resource := range p.Resources {
+				for _, verb := range p.Verbs {
+					grants[verb+" "+group+"/"+resource] = true
+				}
+			}
+		}
+	}
+	operators, err := Catalog()
+	require.NoError(t, err)
+	releasable := map[string]bool{}
+	for _, op := range operators {
+		for _, owner := range op.Finalizers {
+			if !owner.Consequence.Releasable() {
+				continue
+			}
+			for _, glob := range owner.Resources {
+				resource, group, _ := strings.Cut(glob, ".")
+				releasable[group+"/"+resource] = true
+				assert.True(t, grants["patch "+group+"/"+resource] || grants["patch "+group+"/*"], "%s (%s, %s) may be released: patch is granted", glob, op.Name, owner.Pattern)
+				assert.True(t, grants["get "+group+"/"+resource] || grants["get "+group+"/*"], "%s: get, to re-read after a lost race", glob)
+			}
+		}
+	}
+	for grant := range grants {
+		verb, resource, _ := strings.Cut(grant, " ")
+		assert.Contains(t, []string{"get", "patch"}, verb, grant)
+		assert.True(t, releasable[resource], "%s: only where a finalizer may be released", grant)
+	}
 }

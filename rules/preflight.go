@@ -72,6 +72,7 @@ func NewPreflight(u Uninstall, settings Settings, drain, drainProtected bool) Pr
 
 var (
 	_ ContentReader = Preflight{}
+	_ WholeReader   = Preflight{}
 	_ Authorized    = Preflight{}
 )
 
@@ -94,6 +95,12 @@ func (Preflight) ReadsContent() []ContentRequest {
 		{Resource: CustomResourceDefinitions.GroupResource(), Fields: []string{"spec.group", "spec.names"}},
 		{Resource: ClusterServiceVersions.GroupResource(), Fields: csvCRDFields},
 	}
+}
+
+// ReadsWhole implements WholeReader: what it reads in full, the namespaces and EndpointSlices that
+// say whether a Service serves, and what OLM made for a CSV.
+func (r Preflight) ReadsWhole() []schema.GroupResource {
+	return slices.Concat(contentResources(r.ReadsContent()), groupResources(Namespaces, EndpointSlices), groupResources(csvCleanupResources...))
 }
 
 // Writes implements Authorized: a drain deletes custom resources of any kind.

@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"slices"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -48,19 +46,6 @@ var (
 	ClusterCatalogs   = known("olm.operatorframework.io", "v1", "clustercatalogs", "ClusterCatalog", false)
 	ClusterObjectSets = known("olm.operatorframework.io", "v1", "clusterobjectsets", "ClusterObjectSet", false)
 )
-
-// IsFact reports whether rules draw cluster-wide facts from a resource: each shard of a split
-// sweep reads such resources in full, so that every shard decides from what a single run would
-// see. (Events and ServiceAccounts are in the table for the engine's writes and RBAC, not for
-// facts.)
-func IsFact(gr schema.GroupResource) bool {
-	return slices.ContainsFunc([]Resource{Namespaces, Nodes, Pods, Secrets, ConfigMaps, Services,
-		Deployments, StatefulSets, DaemonSets, Leases, EndpointSlices,
-		ClusterRoles, ClusterRoleBindings, Roles, RoleBindings,
-		MutatingWebhookConfigurations, ValidatingWebhookConfigurations, APIServices, CustomResourceDefinitions,
-		Subscriptions, InstallPlans, ClusterServiceVersions, Operators, OperatorConditions, ClusterExtensions},
-		func(r Resource) bool { return r.GroupResource() == gr })
-}
 
 // resourcesByKind indexes resources by kind; the kinds must be unique.
 func resourcesByKind(resources ...Resource) map[string]Resource {

@@ -31,6 +31,27 @@ type ContentReader interface {
 	ReadsContent() []ContentRequest
 }
 
+// AnnotationReader is a Rule that looks annotations up (Object.Annotations): the engine keeps, of
+// every object, the annotations of the families the enabled rules read, and drops the others
+// (KeptAnnotations). A rule looks an annotation up by its key, never ranges over them: it would
+// see only those kept.
+type AnnotationReader interface {
+	// ReadsAnnotations are the families of the annotations the rule reads, as key prefixes
+	// ("meta.helm.sh/").
+	ReadsAnnotations() []string
+}
+
+// WholeReader is a Rule whose decisions rest on the objects of some resources wherever they are
+// in the cluster: the workloads that may run a finalizer's controller, the CSVs that may own a
+// CRD, the nodes of a pod's zone. Each shard of a split sweep reads those resources whole, so that
+// it decides from what a single run would see; of the others, it keeps its share (see
+// sweeper.Shard).
+type WholeReader interface {
+	// ReadsWhole are the resources the rule asks the view for objects of, or reads in full (a
+	// test checks): all but those it looks objects up in by a kind known only at run time.
+	ReadsWhole() []schema.GroupResource
+}
+
 // ContentRequest asks for the content of a resource's objects.
 type ContentRequest struct {
 	Resource schema.GroupResource
@@ -90,6 +111,24 @@ func deletes(resources []Resource) []Write {
 		writes = append(writes, Write{Action: Delete{}.Type(), Resource: r.GroupResource()})
 	}
 	return writes
+}
+
+// groupResources are the GroupResources of resources.
+func groupResources(resources ...Resource) []schema.GroupResource {
+	grs := make([]schema.GroupResource, 0, len(resources))
+	for _, r := range resources {
+		grs = append(grs, r.GroupResource())
+	}
+	return grs
+}
+
+// contentResources are the resources of content requests.
+func contentResources(requests []ContentRequest) []schema.GroupResource {
+	grs := make([]schema.GroupResource, 0, len(requests))
+	for _, req := range requests {
+		grs = append(grs, req.Resource)
+	}
+	return grs
 }
 
 // sameKind says why obj is not of resource r; nil if it is.

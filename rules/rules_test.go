@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,14 @@ var (
 		Secrets, syslogNGs, widgets, ClusterRoles, ClusterRoleBindings, Roles, RoleBindings, ValidatingWebhookConfigurations, MutatingWebhookConfigurations,
 		Subscriptions, InstallPlans, Operators, Pods, Nodes, Leases, Services, ServiceAccounts, APIServices, EndpointSlices}
 )
+
+// policyRulesOf are the PolicyRules of the registry's rule name, built with args.
+func policyRulesOf(t *testing.T, name string, args any, settings Settings) []rbacv1.PolicyRule {
+	t.Helper()
+	rule, err := registration(t, name).New(args, settings)
+	require.NoError(t, err)
+	return rule.(Authorized).PolicyRules()
+}
 
 // object builds an observed object; uid defaults to resource/namespace/name.
 func object(r Resource, namespace, name string, opts ...func(*Object)) *Object {

@@ -2,8 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // What rules read of EndpointSlices: which Service each serves (a label) and its endpoints.
@@ -60,6 +62,13 @@ func judgeService(view *View, namespace, name string) (serviceState, string) {
 		return serviceNoEndpoints, what + " exists, without an EndpointSlice: nothing serves it"
 	}
 	return serviceNoEndpoints, fmt.Sprintf("%s exists; its %d EndpointSlices have no ready endpoint", what, sliceCount)
+}
+
+// registrarReads are the resources judgeService and registrarGone read whole: a Service and its
+// EndpointSlices, the records of a Helm release, a ClusterServiceVersion and whether OLM runs, a
+// namespace, each wherever it is.
+func registrarReads() []schema.GroupResource {
+	return slices.Concat(groupResources(Services, EndpointSlices, ClusterServiceVersions, Namespaces), helmRecords(), contentResources(workloadContent()))
 }
 
 // registrarGone says whether whoever registered obj (an APIService, a webhook configuration)

@@ -196,7 +196,16 @@ func (StuckTerminating) ReadsContent() []ContentRequest {
 	return []ContentRequest{{Resource: Namespaces.GroupResource(), Fields: []string{"status.conditions"}}}
 }
 
-var _ ContentReader = StuckTerminating{}
+// ReadsWhole implements WholeReader: the namespaces' conditions, and the APIServices a namespace's
+// deletion cannot discover.
+func (r StuckTerminating) ReadsWhole() []schema.GroupResource {
+	return append(contentResources(r.ReadsContent()), APIServices.GroupResource())
+}
+
+var (
+	_ ContentReader = StuckTerminating{}
+	_ WholeReader   = StuckTerminating{}
+)
 
 // sinceTexts says how long objects have been terminating, once for each deletion timestamp:
 // objects deleted together (a namespace, a DeleteCollection, an operator's uninstall) share it.

@@ -46,6 +46,9 @@ type Coverage struct {
 	ListedIn map[schema.GroupResource][]string
 	// Shard, if set, says the view is one shard's of a sweep split across processes.
 	Shard *ShardCoverage
+	// KeptAnnotations are the annotations the objects kept (the zero value: all of them). What is
+	// read again to confirm a finding keeps the same.
+	KeptAnnotations KeptAnnotations
 }
 
 // ShardCoverage is what a shard of a split sweep left to the others.
@@ -85,6 +88,7 @@ type coverageSets struct {
 	owns              func(namespace string) bool
 	ownNamespacesOnly map[schema.GroupResource]bool
 	elsewhere         map[schema.GroupResource]bool
+	annotations       KeptAnnotations
 }
 
 // NewView indexes objects observed at now. Resources lists every resource the engine listed;
@@ -101,6 +105,7 @@ func NewView(now time.Time, resources []Resource, coverage Coverage, objects []*
 			unlisted:     setOf(coverage.Unlisted),
 			undiscovered: setOf(coverage.UndiscoveredGroups),
 			listedIn:     coverage.ListedIn,
+			annotations:  coverage.KeptAnnotations,
 		},
 		objects: make(map[schema.GroupResource][]*Object, len(resources)),
 		count:   len(objects),
@@ -249,6 +254,9 @@ func (v *View) Narrowed(read []schema.GroupResource) Coverage {
 	}
 	return c
 }
+
+// KeptAnnotations says which annotations the view's objects kept.
+func (v *View) KeptAnnotations() KeptAnnotations { return v.coverage.annotations }
 
 // ResourceFor returns the listed resource of a kind, as an ownerReference or an object
 // reference names it.

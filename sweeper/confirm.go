@@ -25,7 +25,8 @@ import (
 // check only, and dropped after it: one action's (Confirm), or one batch's, whose writes are sent
 // right after it (ConfirmBatch). It is safe for concurrent use.
 type Confirmer struct {
-	// Observed is the view the rules planned from: it says which resources were walked.
+	// Observed is the view the rules planned from: it says which resources were walked, and which
+	// annotations objects keep.
 	Observed *rules.View
 	Clients  *Clients
 	// Clock is the server's.
@@ -158,6 +159,7 @@ func (c *Confirmer) check(ctx context.Context, fact rules.Fact, reads map[string
 	coverage := readCoverage(scopes)
 	narrowed := c.Observed.Narrowed(slices.Collect(maps.Keys(scopes)))
 	coverage.Unlisted, coverage.UndiscoveredGroups = narrowed.Unlisted, narrowed.UndiscoveredGroups
+	coverage.KeptAnnotations = c.Observed.KeptAnnotations()
 	return fact.Holds(rules.NewView(c.Clock.Now(), resources, coverage, uniqueObjects(objects)))
 }
 
@@ -223,7 +225,8 @@ func (c *Confirmer) send(ctx context.Context, read rules.Read) readResult {
 		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", read.Name).String()
 	}
 	res := readResult{resource: r, served: true}
-	task := listTask{resource: r, namespace: read.Namespace, content: read.Fields != nil, fields: read.Fields}
+	// Objects keep the annotations the view's kept: the rules read no others.
+	task := listTask{resource: r, namespace: read.Namespace, content: read.Fields != nil, fields: read.Fields, annotations: c.Observed.KeptAnnotations()}
 	res.err = eachObject(ctx, c.Clients, c.PageSize, task, opts, func(obj *rules.Object) { res.objects = append(res.objects, obj) })
 	return res
 }

@@ -176,6 +176,32 @@ func (e *Engine) contentPlans() map[schema.GroupResource]contentPlan {
 	return plans
 }
 
+// wholeResources merges the resources the enabled rules read whole (rules.WholeReader): every
+// shard of a split sweep lists them in full.
+func (e *Engine) wholeResources() map[schema.GroupResource]bool {
+	whole := map[schema.GroupResource]bool{}
+	for _, rule := range e.Rules {
+		if reader, ok := rule.(rules.WholeReader); ok {
+			for _, gr := range reader.ReadsWhole() {
+				whole[gr] = true
+			}
+		}
+	}
+	return whole
+}
+
+// keptAnnotations merges the annotation families the enabled rules read (rules.AnnotationReader):
+// the objects of the view keep those annotations only.
+func (e *Engine) keptAnnotations() rules.KeptAnnotations {
+	var families []string
+	for _, rule := range e.Rules {
+		if reader, ok := rule.(rules.AnnotationReader); ok {
+			families = append(families, reader.ReadsAnnotations()...)
+		}
+	}
+	return rules.KeepAnnotations(families...)
+}
+
 func (e *Engine) stageFailed(ctx context.Context, r *report.Report, stage string, err error) *report.Report {
 	e.Logger.ErrorContext(ctx, "stage failed", "stage", stage, "error", err)
 	r.Errors = append(r.Errors, report.Error{Stage: stage, Message: err.Error(), Fatal: true})

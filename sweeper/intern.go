@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-sweeper/operator-sweeper/report"
+	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
 // interner shares, among the objects of one list, what repeats from one to the next: namespaces,
@@ -28,6 +29,8 @@ type interner struct {
 	// True and false, for ownerReferences' controller and blockOwnerDeletion: allocated apart,
 	// as a pointer into the interner would keep it all.
 	yes, no *bool
+	// annotations are those the objects keep; the zero value keeps all.
+	annotations rules.KeptAnnotations
 }
 
 func newInterner() *interner {

@@ -35,14 +35,16 @@ func TestInternerShares(t *testing.T) {
 		return m
 	}
 	in := newInterner()
+	in.annotations = everyRulesAnnotations(t)
 	r := rules.Pods
 	a := in.object(&r, meta("a", map[string]string{"app": "shop", "tier": "web"}, "rs", true, strings.Clone("example.com/f")))
 	b := in.object(&r, meta("b", map[string]string{"tier": "web", "app": "shop"}, "rs", true, strings.Clone("example.com/f")))
 	c := in.object(&r, meta("c", map[string]string{"app": "shop", "tier": "db"}, "rs", false))
 	d := in.object(&r, meta("d", nil, "", false))
 
-	assert.Equal(t, rules.MetaOf(meta("a", map[string]string{"app": "shop", "tier": "web"}, "rs", true, "example.com/f")), a.Meta,
-		"what rules read is kept, and no more")
+	want := rules.MetaOf(meta("a", map[string]string{"app": "shop", "tier": "web"}, "rs", true, "example.com/f"))
+	want.Annotations = map[string]string{"meta.helm.sh/release-name": "shop"}
+	assert.Equal(t, want, a.Meta, "what rules read is kept, and no more")
 	assert.Same(t, &r, a.Resource)
 	assert.Same(t, unsafe.StringData(a.Namespace), unsafe.StringData(d.Namespace))
 	assert.Equal(t, reflect.ValueOf(a.Labels).Pointer(), reflect.ValueOf(b.Labels).Pointer(), "equal label sets are one map")

@@ -36,6 +36,8 @@ type listTask struct {
 	fields        []string
 	// ownNamespacesOnly keeps only the objects of the namespaces the run's shard owns.
 	ownNamespacesOnly bool
+	// annotations are those the objects keep.
+	annotations rules.KeptAnnotations
 }
 
 type listResult struct {
@@ -47,12 +49,17 @@ type listResult struct {
 // lists at a time. Lists go through the metadata client (names, labels, finalizers,
 // ownerReferences, deletionTimestamp: no spec or status bytes), except for what rules read in
 // full (content): those objects come from the dynamic client, trimmed to the fields the rules
-// read. A list that fails is reported, the view records it, and the run goes on.
+// read. Objects keep the annotations the rules read, no others. A list that fails is reported, the
+// view records it, and the run goes on.
 func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.GroupResource]contentPlan) (*rules.View, []report.Error, error) {
 	filter := namespaceFilter{include: e.Config.IncludeNamespaces, exclude: e.Config.ExcludeNamespaces}
-	tasks, walked, err := e.listTasks(ctx, inv.resources, filter, content)
+	whole, annotations := e.wholeResources(), e.keptAnnotations()
+	tasks, walked, err := e.listTasks(ctx, inv.resources, filter, content, whole)
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := range tasks {
+		tasks[i].annotations = annotations
 	}
 
 	results := make([]listResult, len(tasks))
@@ -70,7 +77,8 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 	_ = g.Wait() // tasks report their errors in their results
 	stop()
 
-	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked, Shard: e.shardCoverage(inv.resources)}
+	coverage := rules.Coverage{Unlisted: inv.unlisted, UndiscoveredGroups: inv.undiscovered, Namespaces: walked,
+		Shard: e.shardCoverage(inv.resources, whole), KeptAnnotations: annotations}
 	if filter.active() {
 		coverage.Partial = []schema.GroupResource{rules.Namespaces.GroupResource()} // filtered by name
 	}
@@ -111,8 +119,8 @@ func (e *Engine) observe(ctx context.Context, inv inventory, content map[schema.
 // across the cluster. With them, namespace patterns are first resolved against the namespaces
 // that exist, so that an excluded namespace is never listed: included namespaces are listed one
 // by one, excluded ones are kept out by a field selector. It also returns the namespaces walked,
-// nil meaning all.
-func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter, content map[schema.GroupResource]contentPlan) ([]listTask, []string, error) {
+// nil meaning all. Whole are the resources the shard lists in full.
+func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filter namespaceFilter, content map[schema.GroupResource]contentPlan, whole map[schema.GroupResource]bool) ([]listTask, []string, error) {
 	var walked, excluded []string
 	if filter.active() {
 		namespaces, err := e.namespaces(ctx)
@@ -136,7 +144,7 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 	var tasks []listTask
 	shard := e.Config.Shard
 	for _, r := range resources {
-		sharding := shard.plan(r)
+		sharding := shard.plan(r, whole)
 		if sharding == listedElsewhere {
 			continue
 		}
@@ -167,14 +175,14 @@ func (e *Engine) listTasks(ctx context.Context, resources []rules.Resource, filt
 }
 
 // shardCoverage says what the run's shard left to the others, nil for a whole sweep.
-func (e *Engine) shardCoverage(resources []rules.Resource) *rules.ShardCoverage {
+func (e *Engine) shardCoverage(resources []rules.Resource, whole map[schema.GroupResource]bool) *rules.ShardCoverage {
 	shard := e.Config.Shard
 	if !shard.sharded() {
 		return nil
 	}
 	coverage := &rules.ShardCoverage{Owns: shard.ownsNamespace}
 	for _, r := range resources {
-		switch shard.plan(r) {
+		switch shard.plan(r, whole) {
 		case keepOwnNamespaces:
 			coverage.Namespaced = append(coverage.Namespaced, r.GroupResource())
 		case listedElsewhere:
@@ -256,6 +264,7 @@ func uriTooLong(err error) bool {
 func eachObject(ctx context.Context, clients *Clients, pageSize int64, task listTask, opts metav1.ListOptions, fn func(*rules.Object)) error {
 	gvr := task.resource.GroupVersionResource
 	resource, in := task.resource, newInterner() // shared by the list's objects
+	in.annotations = task.annotations
 	if task.content {
 		client := dynamicClient(clients.Dynamic, gvr, task.namespace)
 		return newPager(client.List, pageSize).EachListItem(ctx, opts, func(obj runtime.Object) error {
@@ -270,24 +279,25 @@ func eachObject(ctx context.Context, clients *Clients, pageSize int64, task list
 	})
 }
 
-// newObject keeps what rules read of an object's metadata.
+// newObject keeps what rules read of an object's metadata, every annotation included: it is one
+// object read again, which costs little, and no rule reads more of it than of the view's.
 func newObject(r *rules.Resource, meta metav1.ObjectMeta) *rules.Object {
 	return newInterner().object(r, &meta)
 }
 
 // newContentObject splits a full object into its metadata and the rest, of which it keeps only
-// fields (all if nil).
+// fields (all if nil); of its annotations, every one, as newObject.
 func newContentObject(r *rules.Resource, u *unstructured.Unstructured, fields []string) *rules.Object {
 	return newInterner().contentObject(r, u, fields)
 }
 
-// object keeps what rules read of a listed object's metadata, shared with the other objects of
-// its list.
+// object keeps what rules read of a listed object's metadata, of its annotations those the
+// interner keeps, shared with the other objects of its list.
 func (in *interner) object(r *rules.Resource, meta *metav1.ObjectMeta) *rules.Object {
 	m := rules.MetaOf(meta)
 	m.Namespace = in.string(m.Namespace)
 	m.Labels = in.stringMap(m.Labels)
-	m.Annotations = in.stringMap(m.Annotations)
+	m.Annotations = in.stringMap(in.annotations.Of(m.Annotations))
 	m.OwnerReferences = in.ownerReferences(m.OwnerReferences)
 	m.Finalizers = in.finalizerList(m.Finalizers)
 	return &rules.Object{Resource: r, Meta: m}

@@ -16,11 +16,11 @@ import (
 // namespaced object (and a Namespace) goes with its namespace, so that the shard that reports a
 // stuck namespace holds everything in it; any other cluster-scoped object goes with its resource.
 //
-// Every shard reads in full the resources rules draw cluster-wide facts from (rules.IsFact: nodes,
-// workloads, Leases, CSVs, Subscriptions, CRDs, APIServices, Helm releases, …), so that each
-// decides from the same facts a single run would. Of the other resources, a shard keeps the
-// objects it owns: the namespaced ones in its namespaces (all shards list them), the cluster-scoped
-// ones of its resources (only their owner lists them).
+// Every shard reads in full the resources the enabled rules draw cluster-wide facts from (each
+// declares them, rules.WholeReader: nodes, workloads, Leases, CSVs, Subscriptions, CRDs,
+// APIServices, Helm releases, …), so that each decides from the same facts a single run would. Of
+// the other resources, a shard keeps the objects it owns: the namespaced ones in its namespaces
+// (all shards list them), the cluster-scoped ones of its resources (only their owner lists them).
 type Shard struct {
 	Index, Count int
 }
@@ -69,7 +69,7 @@ func (s Shard) owns(key string) bool {
 type shardPlan int
 
 const (
-	// keepAll: a resource of facts, or a sweep that is not split.
+	// keepAll: a resource the rules read whole, or a sweep that is not split.
 	keepAll shardPlan = iota
 	// keepOwnNamespaces: a namespaced resource; every shard lists it, each keeps its namespaces.
 	keepOwnNamespaces
@@ -77,10 +77,11 @@ const (
 	listedElsewhere
 )
 
-func (s Shard) plan(r rules.Resource) shardPlan {
+// plan says how the shard lists r, whole being the resources the rules read whole.
+func (s Shard) plan(r rules.Resource, whole map[schema.GroupResource]bool) shardPlan {
 	gr := r.GroupResource()
 	switch {
-	case !s.sharded() || rules.IsFact(gr):
+	case !s.sharded() || whole[gr]:
 		return keepAll
 	case r.Namespaced:
 		return keepOwnNamespaces

@@ -2,10 +2,12 @@ package sweeper
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
@@ -63,5 +65,33 @@ func TestShardOwnership(t *testing.T) {
 			}
 		}
 		assert.Equal(t, 1, owners)
+	}
+}
+
+// TestShardPlan: a shard lists whole what the rules read whole; of the rest, it keeps its
+// namespaces' objects, and lists a cluster-scoped resource only if it owns it.
+func TestShardPlan(t *testing.T) {
+	whole := map[schema.GroupResource]bool{rules.Nodes.GroupResource(): true, rules.Secrets.GroupResource(): true}
+	crds := rules.CustomResourceDefinitions
+	owner := slices.IndexFunc([]int{0, 1, 2}, func(i int) bool { return Shard{Index: i, Count: 3}.ownsResource(crds.GroupResource()) })
+	require.GreaterOrEqual(t, owner, 0)
+	other := (owner + 1) % 3
+	tests := []struct {
+		name  string
+		shard Shard
+		r     rules.Resource
+		want  shardPlan
+	}{
+		{name: "not split", shard: Shard{Count: 1}, r: rules.ConfigMaps, want: keepAll},
+		{name: "cluster-scoped, read whole", shard: Shard{Index: other, Count: 3}, r: rules.Nodes, want: keepAll},
+		{name: "namespaced, read whole", shard: Shard{Index: other, Count: 3}, r: rules.Secrets, want: keepAll},
+		{name: "namespaced", shard: Shard{Index: other, Count: 3}, r: rules.ConfigMaps, want: keepOwnNamespaces},
+		{name: "cluster-scoped, its own", shard: Shard{Index: owner, Count: 3}, r: crds, want: keepAll},
+		{name: "cluster-scoped, another's", shard: Shard{Index: other, Count: 3}, r: crds, want: listedElsewhere},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.shard.plan(tt.r, whole))
+		})
 	}
 }

@@ -71,6 +71,7 @@ func syntheticView(tb testing.TB, n int) *rules.View {
 	const pageSize = 500
 	decoder := metainternalversionscheme.Codecs.UniversalDeserializer()
 	gen := newSyntheticCluster()
+	kept := everyRulesAnnotations(tb)
 	var objects []*rules.Object
 	var resources []rules.Resource
 	for _, share := range syntheticResources {
@@ -78,6 +79,7 @@ func syntheticView(tb testing.TB, n int) *rules.View {
 		total := n * share.percent / 100
 		// One list per resource, as eachObject runs it.
 		resource, in := share.resource, newInterner()
+		in.annotations = kept
 		for page := 0; page < total; page += pageSize {
 			data := gen.page(share.resource, min(pageSize, total-page))
 			obj, _, err := decoder.Decode(data, nil, nil)
@@ -94,6 +96,20 @@ func syntheticView(tb testing.TB, n int) *rules.View {
 		}
 	}
 	return rules.NewView(time.Now(), resources, rules.Coverage{}, objects)
+}
+
+// everyRulesAnnotations are the annotations objects keep in a sweep with every rule.
+func everyRulesAnnotations(tb testing.TB) rules.KeptAnnotations {
+	tb.Helper()
+	var e Engine
+	for _, reg := range rules.Registry() {
+		rule, err := reg.New(nil, rules.Settings{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.Rules = append(e.Rules, rule)
+	}
+	return e.keptAnnotations()
 }
 
 // syntheticCluster makes pages of realistic metadata. Its objects belong to 200 releases of 20

@@ -1,15 +1,16 @@
 // Command generate writes what is derived from the rules' declarations and the operator catalog,
 // as controller-gen writes RBAC from markers:
 //
-//   - the rules of ClusterRole operator-sweeper, in manifests/base/rbac.yaml and the chart's
-//     templates/rbac.yaml: what the rules the shipped config enables need to act;
+//   - the rules of the ClusterRoles in manifests/base/rbac.yaml and the chart's templates/rbac.yaml:
+//     of operator-sweeper-walk, what the walk needs; of operator-sweeper, what the rules the shipped
+//     config enables declare they need to act (rules.Authorized), and the Events;
 //   - the finalizers the admission policy never lets the sweeper remove (the catalog's guards), in
 //     manifests/base/admission.yaml and the chart's templates/admission.yaml;
 //   - docs/catalog.md, the catalog as a page.
 //
 // Each generated part of a file sits between a "# BEGIN generated …" and a "# END generated …"
-// line; the rest of the file is written by hand. `make generate` runs it; a test fails when the
-// files on disk are not what it would write.
+// line; the rest of the file is written by hand. `make generate` runs it (and `make manifests`,
+// before it renders them); a test fails when the files on disk are not what it would write.
 //
 //	go run ./hack/generate [-root DIR]
 package main
@@ -63,26 +64,36 @@ func generate(root string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	guarded := guardedFinalizers(operators)
+	var walk strings.Builder
+	writePolicyRules(&walk, "", sweeper.WalkPolicyRules()...)
+	rbac := []region{{"walk", walk.String()}, {"rules", clusterRole}}
+	guarded := []region{{"guarded finalizers", guardedFinalizers(operators)}}
 	var files []file
-	for _, part := range []struct{ path, name, content string }{
-		{"manifests/base/rbac.yaml", "rules", clusterRole},
-		{"charts/operator-sweeper/templates/rbac.yaml", "rules", clusterRole},
-		{"manifests/base/admission.yaml", "guarded finalizers", guarded},
-		{"charts/operator-sweeper/templates/admission.yaml", "guarded finalizers", guarded},
+	for _, f := range []struct {
+		path    string
+		regions []region
+	}{
+		{"manifests/base/rbac.yaml", rbac},
+		{"charts/operator-sweeper/templates/rbac.yaml", rbac},
+		{"manifests/base/admission.yaml", guarded},
+		{"charts/operator-sweeper/templates/admission.yaml", guarded},
 	} {
-		data, err := os.ReadFile(filepath.Join(root, part.path))
+		content, err := os.ReadFile(filepath.Join(root, f.path))
 		if err != nil {
 			return nil, err
 		}
-		content, err := replaceRegion(data, part.name, part.content)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", part.path, err)
+		for _, r := range f.regions {
+			if content, err = replaceRegion(content, r.name, r.content); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.path, err)
+			}
 		}
-		files = append(files, file{part.path, content})
+		files = append(files, file{f.path, content})
 	}
 	return append(files, file{"docs/catalog.md", catalogPage(operators)}), nil
 }
+
+// region is the content of a generated region of a file, by name.
+type region struct{ name, content string }
 
 // replaceRegion replaces the lines between "# BEGIN generated <name>" and "# END generated
 // <name>" with content, keeping the marker lines.
@@ -126,9 +137,11 @@ func clusterRoleRules(configFile string) (string, error) {
 	return b.String(), nil
 }
 
-// writePolicyRules writes policy as ClusterRole rules under a comment.
+// writePolicyRules writes policy as ClusterRole rules, under a comment if there is one.
 func writePolicyRules(b *strings.Builder, comment string, policy ...rbacv1.PolicyRule) {
-	fmt.Fprintf(b, "# %s\n", comment)
+	if comment != "" {
+		fmt.Fprintf(b, "# %s\n", comment)
+	}
 	for _, p := range policy {
 		fmt.Fprintf(b, "- apiGroups: [%s]\n  resources: [%s]\n  verbs: [%s]\n", yamlList(p.APIGroups), yamlList(p.Resources), yamlList(p.Verbs))
 	}

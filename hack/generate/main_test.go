@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestGeneratedFilesAreUpToDate: the RBAC, the admission policy's guarded finalizers and
-// docs/catalog.md on disk are what make generate writes from the rules and the catalog.
+// TestGeneratedFilesAreUpToDate: the ClusterRoles' rules, the admission policy's guarded
+// finalizers and docs/catalog.md on disk are what make generate (and make manifests) writes from
+// the walk's and the rules' declarations and the catalog.
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	files, err := generate("../..")
 	require.NoError(t, err)
