@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/operator-sweeper/operator-sweeper/action"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
@@ -40,15 +41,6 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
-// Errors a command returns after the report was printed, when the exit status must say more than
-// "done".
-var (
-	// errIncomplete means a stage or an action failed; the report says which.
-	errIncomplete = errors.New("sweep incomplete")
-	// errFindings means findings are present and --fail-on-findings is set.
-	errFindings = errors.New("findings present")
-)
-
 // commandName is how the user called the binary, for its usage: "operator-sweeper", or, run by
 // kubectl as the plugin kubectl-sweeper, "kubectl sweeper" (kubectl maps "_" in a plugin's file
 // name to "-").
@@ -63,6 +55,15 @@ func commandName(argv0 string) string {
 // streams are where a command writes: the report to out, logs to err.
 type streams struct {
 	out, err io.Writer
+}
+
+// print prints the result of an action to out, unless the action failed, and returns how the run
+// ended (see action.Result.Print).
+func (s streams) print(result *action.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	return result.Print(s.out)
 }
 
 // run is main without the process: the command line → its command's options → the command →
@@ -103,7 +104,7 @@ func run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	switch {
 	case errors.As(err, &input):
 		return exitInput
-	case errors.Is(err, errFindings):
+	case errors.Is(err, action.ErrFindings):
 		return exitFindings
 	default:
 		return exitFailed
