@@ -70,26 +70,7 @@ func parse(args []string) (command, *options.Options, *pflag.FlagSet, error) {
 	if err := cmd.setArgs(rest); err != nil {
 		return cmd, &o, fs, err
 	}
-	if o.ConfigFile != "" {
-		base, err := options.LoadConfigFile(o.ConfigFile, options.Default())
-		if err != nil {
-			return cmd, &o, fs, err
-		}
-		o = base
-		fs, _ = newFlagSet(cmd, &o)
-		if err := fs.Parse(args); err != nil {
-			return cmd, &o, fs, err
-		}
-	}
-	groups := cmd.groups(&o)
-	for _, g := range groups {
-		if env, ok := g.(options.EnvGroup); ok {
-			if err := env.ApplyEnv(fs); err != nil {
-				return cmd, &o, fs, err
-			}
-		}
-	}
-	return cmd, &o, fs, options.Validate(groups...)
+	return cmd, &o, fs, options.Complete(&o, fs, cmd.groups(&o))
 }
 
 // newFlagSet binds the command's groups and its own flags to o; the defaults shown are o's
