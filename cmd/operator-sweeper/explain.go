@@ -20,6 +20,9 @@ type explainCommand struct {
 
 func (*explainCommand) name() string  { return "explain" }
 func (*explainCommand) usage() string { return "explain TYPE/NAME [-n NAMESPACE] [flags]" }
+func (*explainCommand) short() string {
+	return "What a sweep says about one object: what keeps it stuck, what it keeps stuck, and what to do"
+}
 
 func (*explainCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.OutputOptions, &o.LimitOptions, &o.ClientOptions, &o.WalkOptions, &o.RuleOptions, &o.LogOptions}

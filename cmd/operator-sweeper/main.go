@@ -1,5 +1,9 @@
 // Command operator-sweeper finds what uninstalled or broken operators left behind in a
 // Kubernetes cluster, explains it, and (with --dry-run=none) cleans it up.
+//
+// It binds each command's flags (cobra, over the option groups of package options), hands the
+// options to the command's action (package action), prints the result and maps how the run ended
+// to the exit code; nothing else.
 package main
 
 import (
@@ -13,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
 	"github.com/operator-sweeper/operator-sweeper/action"
@@ -69,46 +73,47 @@ func (s streams) print(result *action.Result, err error) error {
 // run is main without the process: the command line → its command's options → the command →
 // exit code. name is how the user called the binary, for the usage.
 func run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	cmd, opts, fs, err := parse(args)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "%s\n\n%s", usage(name), fs.FlagUsages())
-		return exitOK
-	case errors.Is(err, errVersion):
-		fmt.Fprintf(stdout, "operator-sweeper %s (commit %s)\n", version, commit)
-		return exitOK
-	case err != nil:
-		printError(stderr, err)
-		return exitInput
-	}
-	opts.Version = version
-	// client-go logs through klog: to the same structured log, set once for the process (klog's
-	// logger is not safe to set while in use); a cluster's own lines carry its name through the
-	// context (see connect).
-	klog.SetSlogLogger(opts.Logger(stderr))
-
-	stopProfile, err := startProfile(opts.LogOptions)
-	if err != nil {
-		printError(stderr, err)
-		return exitInput
-	}
-	err = cmd.run(ctx, opts, streams{out: stdout, err: stderr})
-	if perr := stopProfile(); perr != nil {
-		fmt.Fprintln(stderr, "warning: --profile:", perr)
-	}
+	s := streams{out: stdout, err: stderr}
+	// Until the command runs, every error is the input's.
+	started := false
+	root := newRoot(name, s, func(ctx context.Context, p parsed) error {
+		opts := p.opts
+		opts.Version = version
+		// client-go logs through klog: to the same structured log, set once for the process (klog's
+		// logger is not safe to set while in use); a cluster's own lines carry its name through the
+		// context.
+		klog.SetSlogLogger(opts.Logger(stderr))
+		stopProfile, err := startProfile(opts.LogOptions)
+		if err != nil {
+			return err
+		}
+		started = true
+		err = p.cmd.run(ctx, opts, s)
+		if perr := stopProfile(); perr != nil {
+			fmt.Fprintln(stderr, "warning: --profile:", perr)
+		}
+		return err
+	})
+	err := execute(ctx, root, args)
 	if err == nil {
 		return exitOK
 	}
 	printError(stderr, err)
 	var input *sweeper.InputError
 	switch {
-	case errors.As(err, &input):
+	case !started || errors.As(err, &input):
 		return exitInput
 	case errors.Is(err, action.ErrFindings):
 		return exitFindings
 	default:
 		return exitFailed
 	}
+}
+
+// execute runs the command tree on a command line.
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	root.SetArgs(append([]string{}, nameFirst(args)...)) // never nil: cobra would read os.Args
+	return root.ExecuteContext(ctx)
 }
 
 // printError prints an input error one problem a line, and any other error on one line, whatever

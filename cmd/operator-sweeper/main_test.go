@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -37,6 +40,18 @@ contexts:
   context: {cluster: nowhere, user: nobody}
 current-context: nowhere
 `
+
+// parse parses a command line as run does, into its command's options, checked, without running
+// the command.
+func parse(args []string) (command, *options.Options, *pflag.FlagSet, error) {
+	var p parsed
+	root := newRoot("operator-sweeper", streams{out: io.Discard, err: io.Discard}, func(_ context.Context, got parsed) error {
+		p = got
+		return nil
+	})
+	err := execute(context.Background(), root, args)
+	return p.cmd, p.opts, p.flags, err
+}
 
 func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	// Keep the tests off any real cluster: nothing here may reach further than the kubeconfig check.

@@ -18,6 +18,7 @@ type mergeCommand struct {
 
 func (*mergeCommand) name() string  { return "merge" }
 func (*mergeCommand) usage() string { return "merge REPORT... [flags]" }
+func (*mergeCommand) short() string { return "Join the reports of separate runs into one" }
 
 func (*mergeCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.OutputOptions, &o.LogOptions}

@@ -22,6 +22,9 @@ func (*preflightCommand) name() string { return "preflight" }
 func (*preflightCommand) usage() string {
 	return "preflight TYPE/NAME -n NAMESPACE [--drain] [flags]"
 }
+func (*preflightCommand) short() string {
+	return "What uninstalling an operator now would leave blocked; with --drain, its custom resources deleted first"
+}
 
 func (*preflightCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.DryRunOptions, &o.DrainOptions, &o.OutputOptions, &o.ClientOptions, &o.FleetOptions, &o.WalkOptions,

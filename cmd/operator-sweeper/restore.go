@@ -22,6 +22,7 @@ func (*restoreCommand) name() string { return "restore" }
 func (*restoreCommand) usage() string {
 	return "restore --from REPORT|DIR | --run ID [--only TYPE/NAME,…] [flags]"
 }
+func (*restoreCommand) short() string { return "Undo the actions of a sweep, from its pre-images" }
 
 func (*restoreCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.DryRunOptions, &o.OutputOptions, &o.ClientOptions, &o.StateOptions, &o.LogOptions}

@@ -17,6 +17,9 @@ type sweepCommand struct{}
 
 func (*sweepCommand) name() string  { return "" }
 func (*sweepCommand) usage() string { return "[flags]" }
+func (*sweepCommand) short() string {
+	return "Find what uninstalled or broken operators left behind, explain it, and with --dry-run=none clean it up"
+}
 
 func (*sweepCommand) groups(o *options.Options) []options.Group { return o.Groups() }
 
