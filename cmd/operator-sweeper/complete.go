@@ -1,17 +1,45 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/operator-sweeper/operator-sweeper/action"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
-// completeArgs completes a command's arguments: files for merge, nothing for the others.
-func completeArgs(c command, _ *options.Options) cobra.CompletionFunc {
-	if _, ok := c.(*mergeCommand); ok {
+// targetCompleter is a command whose argument is TYPE/NAME, which the shell may complete: its
+// types, then the names of the objects of one.
+type targetCompleter interface {
+	// completion is what completes its argument, with the options parsed so far.
+	completion(o *options.Options) (types func(context.Context) []string, names func(ctx context.Context, typ string) []string)
+}
+
+// completeArgs completes a command's arguments: TYPE/NAME for a targetCompleter, files for merge,
+// nothing for the others.
+func completeArgs(c command, o *options.Options) cobra.CompletionFunc {
+	switch c := c.(type) {
+	case targetCompleter:
+		return func(cc *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			ctx := cc.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			types, names := c.completion(o)
+			typ, _, typed := strings.Cut(toComplete, "/")
+			if !typed {
+				// TYPE/, then the name: no space after the slash.
+				return withPrefix(types(ctx), "", "/", toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			}
+			return withPrefix(names(ctx, typ), typ+"/", "", toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+	case *mergeCommand:
 		return nil // report files
 	}
 	return cobra.NoFileCompletions
@@ -74,4 +102,17 @@ func withPrefix(values []string, prefix, suffix, toComplete string) []cobra.Comp
 		}
 	}
 	return out
+}
+
+// completion completes explain's TYPE/NAME: the server's types, and the objects of one in -n.
+func (c *explainCommand) completion(o *options.Options) (func(context.Context) []string, func(context.Context, string) []string) {
+	at := action.Completion{Options: o, Namespace: c.namespace}
+	return at.ExplainTypes, at.ExplainNames
+}
+
+// completion completes preflight's TYPE/NAME: its types, and what could be uninstalled as one in
+// -n.
+func (c *preflightCommand) completion(o *options.Options) (func(context.Context) []string, func(context.Context, string) []string) {
+	at := action.Completion{Options: o, Namespace: c.namespace}
+	return func(context.Context) []string { return at.PreflightTypes() }, at.PreflightNames
 }

@@ -90,3 +90,25 @@ func TestCompletionScripts(t *testing.T) {
 		assert.Contains(t, stdout.String(), want)
 	}
 }
+
+// TestCompletionOfTargets: explain and preflight complete TYPE/, then NAME; explain's types come
+// from the rules when the cluster does not answer.
+func TestCompletionOfTargets(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBECONFIG", writeFile(t, "kubeconfig", twoContexts))
+
+	offered, directive := complete(t, "preflight", "")
+	assert.Equal(t, []string{"helm/", "deployment/", "statefulset/", "daemonset/", "subscription/", "csv/", "clusterextension/"}, offered)
+	assert.Equal(t, ":6", directive, "no space after the slash, no files")
+	offered, _ = complete(t, "preflight", "-n", "shop", "d")
+	assert.Equal(t, []string{"deployment/", "daemonset/"}, offered)
+
+	offered, _ = complete(t, "explain", "names")
+	assert.Equal(t, []string{"namespaces/"}, offered, "the rules' resources, without a cluster")
+	offered, directive = complete(t, "explain", "namespaces/")
+	assert.Empty(t, offered, "no cluster, no names")
+	assert.Equal(t, ":4", directive)
+
+	offered, _ = complete(t, "explain", "namespaces/x", "")
+	assert.Empty(t, offered, "one argument")
+}
