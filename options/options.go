@@ -22,6 +22,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -133,6 +134,31 @@ func (o Options) EngineConfig() sweeper.Config {
 	o.BackupOptions.ApplyTo(&cfg)
 	o.StateOptions.ApplyTo(&cfg)
 	return cfg
+}
+
+// ExplainConfig is what explain reads of a sweep's config: it walks and limits as a sweep would,
+// and writes nothing.
+func (o Options) ExplainConfig() sweeper.Config {
+	cfg := sweeper.Config{Cluster: o.Cluster, Version: o.Version, DryRun: report.DryRunClient}
+	o.WalkOptions.ApplyTo(&cfg)
+	o.LimitOptions.ApplyTo(&cfg)
+	return cfg
+}
+
+// PreflightConfig is what a preflight's sweep reads: a sweep's config, but that a drain deletes
+// all it finds, young or not (though never in a protected namespace), and walks the whole cluster:
+// what an uninstall leaves blocked may be anywhere, and another instance of the operator too, so
+// the walk's filters and shard (a CronJob's config file has some) would hide them. ignored is the
+// sweep's config when the options set any of those, for a warning that names them; else nil.
+func (o Options) PreflightConfig() (cfg sweeper.Config, ignored *sweeper.Config) {
+	cfg = o.EngineConfig()
+	if len(cfg.IncludeResources)+len(cfg.ExcludeResources)+len(cfg.IncludeNamespaces)+len(cfg.ExcludeNamespaces) > 0 || cfg.Shard.Count > 0 {
+		sweep := cfg
+		ignored = &sweep
+	}
+	cfg.MaxActions, cfg.MinAge = 0, 0
+	cfg.IncludeResources, cfg.ExcludeResources, cfg.IncludeNamespaces, cfg.ExcludeNamespaces, cfg.Shard = nil, nil, nil, nil, sweeper.Shard{}
+	return cfg, ignored
 }
 
 // ClientConfig is how the clients of a run with these options talk to the API server.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
@@ -19,6 +21,8 @@ type command interface {
 	name() string
 	// usage is the command's usage line, after the binary's name.
 	usage() string
+	// short says in a line what the command does, for help and completion.
+	short() string
 	// groups are the option groups the command takes, in the order their flags are listed and
 	// checked.
 	groups(o *options.Options) []options.Group
@@ -26,7 +30,8 @@ type command interface {
 	addFlags(fs *pflag.FlagSet)
 	// setArgs takes the command's arguments, those after its name.
 	setArgs(args []string) error
-	// run runs the command with its options, parsed and checked.
+	// run runs the command with its options, parsed and checked: its action, whose result it
+	// prints.
 	run(ctx context.Context, o *options.Options, s streams) error
 }
 
@@ -48,48 +53,87 @@ func usage(binary string) string {
 	return strings.Join(lines, "\n")
 }
 
-var errVersion = errors.New("version requested")
+// parsed is a command line's command with its options, parsed from its flags, the --config file
+// and the environment, and checked.
+type parsed struct {
+	cmd  command
+	opts *options.Options
+	// flags are the command's flags, as given.
+	flags *pflag.FlagSet
+}
 
-// parse finds the command of a command line, and parses its flags into the options of its groups:
-// the --config file onto the defaults, the environment onto that, the flags on top. A flag of
-// another command is an error that names it. The options are checked.
-func parse(args []string) (command, *options.Options, *pflag.FlagSet, error) {
-	cmd := commandOf(args)
-	o := options.Default()
-	fs, showVersion := newFlagSet(cmd, &o)
-	if err := fs.Parse(args); err != nil {
-		return cmd, &o, fs, notItsFlag(cmd, err)
-	}
-	if *showVersion {
-		return cmd, &o, fs, errVersion
-	}
-	rest := fs.Args()
-	if cmd.name() != "" {
-		rest = rest[1:]
-	}
-	if err := cmd.setArgs(rest); err != nil {
-		return cmd, &o, fs, err
-	}
-	if o.ConfigFile != "" {
-		base, err := options.LoadConfigFile(o.ConfigFile, options.Default())
-		if err != nil {
-			return cmd, &o, fs, err
+// newRoot is the command tree of a command line, as cobra runs it: the sweep at its root, the
+// other commands under it, each with the flags of its groups and its own bound to options of its
+// own, and completion. A command line that names a command, parsed and checked, is handed to
+// then; --version prints the version instead. Its errors are to be printed by the caller:
+// the tree prints nothing but help, the version and completions. name is how the user called the
+// binary.
+func newRoot(name string, s streams, then func(ctx context.Context, p parsed) error) *cobra.Command {
+	var root *cobra.Command
+	ours := map[*cobra.Command]command{}
+	for _, c := range commands() {
+		o := new(options.Options)
+		*o = options.Default()
+		fs, showVersion := newFlagSet(c, o)
+		cc := &cobra.Command{
+			Use:   c.name(),
+			Short: c.short(),
+			// The command takes its arguments itself, once its flags are read: --version wins
+			// over a missing argument, as --help does.
+			Args:              cobra.ArbitraryArgs,
+			ValidArgsFunction: completeArgs(c, o),
+			SilenceErrors:     true,
+			SilenceUsage:      true,
+			RunE: func(cc *cobra.Command, args []string) error {
+				if *showVersion {
+					fmt.Fprintf(s.out, "operator-sweeper %s (commit %s)\n", version, commit)
+					return nil
+				}
+				if err := c.setArgs(args); err != nil {
+					return err
+				}
+				if err := options.Complete(o, cc.Flags(), c.groups(o)); err != nil {
+					return err
+				}
+				return then(cc.Context(), parsed{cmd: c, opts: o, flags: cc.Flags()})
+			},
 		}
-		o = base
-		fs, _ = newFlagSet(cmd, &o)
-		if err := fs.Parse(args); err != nil {
-			return cmd, &o, fs, err
+		cc.Flags().SortFlags = false
+		cc.Flags().AddFlagSet(fs)
+		registerFlagCompletions(cc)
+		ours[cc] = c
+		if c.name() == "" {
+			// One word, for completion's functions; the usage shows "kubectl sweeper" as typed.
+			cc.Use = strings.ReplaceAll(name, " ", "-")
+			cc.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+			root = cc
+			continue
 		}
+		root.AddCommand(cc)
 	}
-	groups := cmd.groups(&o)
-	for _, g := range groups {
-		if env, ok := g.(options.EnvGroup); ok {
-			if err := env.ApplyEnv(fs); err != nil {
-				return cmd, &o, fs, err
-			}
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetFlagErrorFunc(func(cc *cobra.Command, err error) error {
+		if c, ok := ours[cc]; ok {
+			return notItsFlag(c, err)
 		}
-	}
-	return cmd, &o, fs, options.Validate(groups...)
+		return err
+	})
+	cobraHelp := root.HelpFunc()
+	root.SetHelpFunc(func(cc *cobra.Command, args []string) {
+		c, ok := ours[cc]
+		if !ok { // completion and help
+			cobraHelp(cc, args)
+			return
+		}
+		lines := "Usage: " + name + " " + c.usage() + "\n\n" + c.short() + "."
+		if c.name() == "" {
+			lines = usage(name) + "\n       " + name + " completion bash|zsh|fish|powershell" +
+				"\n\nThe sweep's flags (a command's: " + name + " COMMAND --help):"
+		}
+		fmt.Fprintf(cc.OutOrStdout(), "%s\n\n%s", lines, cc.Flags().FlagUsages())
+	})
+	return root
 }
 
 // newFlagSet binds the command's groups and its own flags to o; the defaults shown are o's
@@ -107,24 +151,40 @@ func newFlagSet(cmd command, o *options.Options) (*pflag.FlagSet, *bool) {
 	return fs, showVersion
 }
 
-// commandOf is the command a command line selects by its first argument, flags anywhere: the
-// sweep if none does. Every command's flags are known here, so that their values are not taken
-// for the command's name.
-func commandOf(args []string) command {
+// nameFirst moves the name of the command a command line selects, its first argument (flags
+// anywhere), to the front, where cobra looks for it: a flag of another command before it, unknown
+// to the sweep, must not take it for its value. A line that selects the sweep, or cobra's
+// completion, is left as it is.
+func nameFirst(args []string) []string {
 	fs := pflag.NewFlagSet("any", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.BoolP("help", "h", false, "")
 	o := options.Default()
 	for _, c := range commands() {
 		addFlagsOf(fs, c, &o)
 	}
-	_ = fs.Parse(args) // a bad flag is the command's parse's to report
-	for _, c := range commands() {
-		if c.name() != "" && c.name() == fs.Arg(0) {
-			return c
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			return args
+		case strings.HasPrefix(arg, "--"):
+			if f := fs.Lookup(strings.TrimPrefix(arg, "--")); f != nil && f.NoOptDefVal == "" {
+				i++ // its value
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) == 2:
+			if f := fs.ShorthandLookup(arg[1:]); f != nil && f.NoOptDefVal == "" {
+				i++
+			}
+		case strings.HasPrefix(arg, "-"):
+			// -ojson, --flag=value: the value is in the argument
+		default:
+			if !slices.ContainsFunc(commands(), func(c command) bool { return c.name() != "" && c.name() == arg }) {
+				return args
+			}
+			return append([]string{arg}, slices.Delete(slices.Clone(args), i, i+1)...)
 		}
 	}
-	return commands()[0]
+	return args
 }
 
 // addFlagsOf adds to fs the flags of c that fs does not have yet.

@@ -1,5 +1,9 @@
 // Command operator-sweeper finds what uninstalled or broken operators left behind in a
 // Kubernetes cluster, explains it, and (with --dry-run=none) cleans it up.
+//
+// It binds each command's flags (cobra, over the option groups of package options), hands the
+// options to the command's action (package action), prints the result and maps how the run ended
+// to the exit code; nothing else.
 package main
 
 import (
@@ -13,9 +17,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/operator-sweeper/operator-sweeper/action"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
@@ -40,15 +45,6 @@ const (
 	exitFindings = 3 // findings present and --fail-on-findings set
 )
 
-// Errors a command returns after the report was printed, when the exit status must say more than
-// "done".
-var (
-	// errIncomplete means a stage or an action failed; the report says which.
-	errIncomplete = errors.New("sweep incomplete")
-	// errFindings means findings are present and --fail-on-findings is set.
-	errFindings = errors.New("findings present")
-)
-
 // commandName is how the user called the binary, for its usage: "operator-sweeper", or, run by
 // kubectl as the plugin kubectl-sweeper, "kubectl sweeper" (kubectl maps "_" in a plugin's file
 // name to "-").
@@ -65,49 +61,59 @@ type streams struct {
 	out, err io.Writer
 }
 
+// print prints the result of an action to out, unless the action failed, and returns how the run
+// ended (see action.Result.Print).
+func (s streams) print(result *action.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	return result.Print(s.out)
+}
+
 // run is main without the process: the command line → its command's options → the command →
 // exit code. name is how the user called the binary, for the usage.
 func run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	cmd, opts, fs, err := parse(args)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "%s\n\n%s", usage(name), fs.FlagUsages())
-		return exitOK
-	case errors.Is(err, errVersion):
-		fmt.Fprintf(stdout, "operator-sweeper %s (commit %s)\n", version, commit)
-		return exitOK
-	case err != nil:
-		printError(stderr, err)
-		return exitInput
-	}
-	opts.Version = version
-	// client-go logs through klog: to the same structured log, set once for the process (klog's
-	// logger is not safe to set while in use); a cluster's own lines carry its name through the
-	// context (see connect).
-	klog.SetSlogLogger(opts.Logger(stderr))
-
-	stopProfile, err := startProfile(opts.LogOptions)
-	if err != nil {
-		printError(stderr, err)
-		return exitInput
-	}
-	err = cmd.run(ctx, opts, streams{out: stdout, err: stderr})
-	if perr := stopProfile(); perr != nil {
-		fmt.Fprintln(stderr, "warning: --profile:", perr)
-	}
+	s := streams{out: stdout, err: stderr}
+	// Until the command runs, every error is the input's.
+	started := false
+	root := newRoot(name, s, func(ctx context.Context, p parsed) error {
+		opts := p.opts
+		opts.Version = version
+		// client-go logs through klog: to the same structured log, set once for the process (klog's
+		// logger is not safe to set while in use); a cluster's own lines carry its name through the
+		// context.
+		klog.SetSlogLogger(opts.Logger(stderr))
+		stopProfile, err := startProfile(opts.LogOptions)
+		if err != nil {
+			return err
+		}
+		started = true
+		err = p.cmd.run(ctx, opts, s)
+		if perr := stopProfile(); perr != nil {
+			fmt.Fprintln(stderr, "warning: --profile:", perr)
+		}
+		return err
+	})
+	err := execute(ctx, root, args)
 	if err == nil {
 		return exitOK
 	}
 	printError(stderr, err)
 	var input *sweeper.InputError
 	switch {
-	case errors.As(err, &input):
+	case !started || errors.As(err, &input):
 		return exitInput
-	case errors.Is(err, errFindings):
+	case errors.Is(err, action.ErrFindings):
 		return exitFindings
 	default:
 		return exitFailed
 	}
+}
+
+// execute runs the command tree on a command line.
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	root.SetArgs(append([]string{}, nameFirst(args)...)) // never nil: cobra would read os.Args
+	return root.ExecuteContext(ctx)
 }
 
 // printError prints an input error one problem a line, and any other error on one line, whatever

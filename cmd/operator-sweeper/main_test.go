@@ -3,15 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,6 +40,18 @@ contexts:
   context: {cluster: nowhere, user: nobody}
 current-context: nowhere
 `
+
+// parse parses a command line as run does, into its command's options, checked, without running
+// the command.
+func parse(args []string) (command, *options.Options, *pflag.FlagSet, error) {
+	var p parsed
+	root := newRoot("operator-sweeper", streams{out: io.Discard, err: io.Discard}, func(_ context.Context, got parsed) error {
+		p = got
+		return nil
+	})
+	err := execute(context.Background(), root, args)
+	return p.cmd, p.opts, p.flags, err
+}
 
 func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	// Keep the tests off any real cluster: nothing here may reach further than the kubeconfig check.
@@ -239,14 +252,4 @@ func TestEveryFlagBelongsToACommand(t *testing.T) {
 			assert.NotContains(t, help, "--drain-timeout")
 		}
 	}
-}
-
-func TestFailure(t *testing.T) {
-	r := reporttest.New(time.Now())
-	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused"})
-	assert.Empty(t, failure(r), "a failed push is a warning, unless required")
-	r.Errors = append(r.Errors, report.Error{Stage: report.StageInventory, Message: "unreachable", Fatal: true})
-	assert.Equal(t, "inventory: unreachable", failure(r))
-	r.Errors = append(r.Errors, report.Error{Stage: report.StagePush, Message: "refused", Fatal: true})
-	assert.Equal(t, "inventory: unreachable; refused (--require-push)", failure(r))
 }

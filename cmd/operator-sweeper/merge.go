@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"os"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/action"
 	"github.com/operator-sweeper/operator-sweeper/options"
-	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // mergeCommand is `operator-sweeper merge REPORT…`: the reports of separate runs (one per cluster:
@@ -22,6 +18,7 @@ type mergeCommand struct {
 
 func (*mergeCommand) name() string  { return "merge" }
 func (*mergeCommand) usage() string { return "merge REPORT... [flags]" }
+func (*mergeCommand) short() string { return "Join the reports of separate runs into one" }
 
 func (*mergeCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.OutputOptions, &o.LogOptions}
@@ -37,42 +34,7 @@ func (c *mergeCommand) setArgs(args []string) error {
 	return nil
 }
 
-// run reads every report, and prints them as one: JSON and YAML as a FleetReport, every
-// cluster's report whole; the table, Markdown and HTML as one merged report, each finding under
-// its cluster. A file that holds no report, or two reports of one cluster, is bad input. It exits
-// 1 when a cluster's run failed, 3 with --fail-on-findings and findings.
-func (c *mergeCommand) run(_ context.Context, o *options.Options, s streams) error {
-	var reports []*report.Report
-	for _, file := range c.files {
-		found, err := readReports(file)
-		if err != nil {
-			return err
-		}
-		reports = append(reports, found...)
-	}
-	return finishFleet(o.OutputOptions, reports, s.out)
-}
-
-// readReports reads the reports of a file ("-": standard input): a FleetReport's clusters, or a
-// SweepReport, whole or the last printed among log lines.
-func readReports(file string) ([]*report.Report, error) {
-	var data []byte
-	var err error
-	if file == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
-		return nil, sweeper.InputErrorf("merge: %w", err)
-	}
-	var fleet report.Fleet
-	if err := yaml.Unmarshal(data, &fleet); err == nil && fleet.Kind == report.FleetKind {
-		return fleet.Clusters, nil
-	}
-	r, ok := report.Find(data)
-	if !ok {
-		return nil, sweeper.InputErrorf("merge: %s holds no %s or %s", file, report.Kind, report.FleetKind)
-	}
-	return []*report.Report{r}, nil
+// run reads every report (action.Merge), and prints them as one.
+func (c *mergeCommand) run(ctx context.Context, o *options.Options, s streams) error {
+	return s.print((&action.Merge{Options: o, Files: c.files}).Run(ctx))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/operator-sweeper/operator-sweeper/action"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/restore"
 )
@@ -21,6 +22,7 @@ func (*restoreCommand) name() string { return "restore" }
 func (*restoreCommand) usage() string {
 	return "restore --from REPORT|DIR | --run ID [--only TYPE/NAME,…] [flags]"
 }
+func (*restoreCommand) short() string { return "Undo the actions of a sweep, from its pre-images" }
 
 func (*restoreCommand) groups(o *options.Options) []options.Group {
 	return []options.Group{&o.DryRunOptions, &o.OutputOptions, &o.ClientOptions, &o.StateOptions, &o.LogOptions}
@@ -44,22 +46,7 @@ func (c *restoreCommand) setArgs(args []string) error {
 	return nil
 }
 
-// run undoes the actions the sweep applied, and prints a report like a sweep's, with findings of
-// rule "restore". --dry-run applies as to a sweep: client, the default, reads and plans only.
+// run undoes the actions the sweep applied (action.Restore), and prints a report like a sweep's.
 func (c *restoreCommand) run(ctx context.Context, o *options.Options, s streams) error {
-	records, err := restore.Load(c.src)
-	if err != nil {
-		return err
-	}
-	conn, err := connect(ctx, o, s)
-	if err != nil {
-		return err
-	}
-	defer conn.cancel()
-	cfg := restore.Config{Cluster: conn.cluster, Version: o.Version, Namespace: o.Namespace(), DryRun: o.DryRun}
-	r, err := restore.Run(conn.ctx, cfg, conn.clients, records, c.src, conn.logger)
-	if err != nil {
-		return err
-	}
-	return finish(o.OutputOptions, r, s.out, o.Printer(r))
+	return s.print((&action.Restore{Options: o, Source: c.src, Log: s.err}).Run(ctx))
 }

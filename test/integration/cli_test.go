@@ -163,3 +163,28 @@ func TestBinaryExplain(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
 	}
 }
+
+// TestBinaryCompletesTargets: the shell's completion of explain's TYPE/NAME reads the cluster, its
+// resource types by discovery, then the objects of one in -n; --context completes the
+// kubeconfig's contexts.
+func TestBinaryCompletesTargets(t *testing.T) {
+	ns := testCluster.NewNamespace(t)
+	terminate(t, ns, stuckPair)
+	complete := func(args ...string) []string {
+		t.Helper()
+		stdout, stderr, code := sweeperBinary.Run(t, append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		var offered []string
+		for line := range strings.Lines(stdout) {
+			if value, _, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t"); !strings.HasPrefix(value, ":") {
+				offered = append(offered, value)
+			}
+		}
+		return offered
+	}
+
+	assert.Contains(t, complete("explain", "--kubeconfig", testCluster.Kubeconfig, "syslogng"), "syslogngconfigs/", "a custom resource, by discovery")
+	assert.Equal(t, []string{"configmaps/stuck"}, complete("explain", "--kubeconfig", testCluster.Kubeconfig, "-n", ns, "configmaps/st"))
+	assert.Equal(t, []string{"namespaces/" + ns}, complete("explain", "--kubeconfig", testCluster.Kubeconfig, "namespaces/"+ns))
+	assert.Equal(t, []string{currentContext(t)}, complete("--kubeconfig", testCluster.Kubeconfig, "--context", ""))
+}

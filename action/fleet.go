@@ -1,9 +1,10 @@
-package main
+package action
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -16,20 +17,42 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
-// sweepFleet sweeps every context --contexts or --all-contexts selects, each with its own client,
-// timeout and name (its context's), at most --cluster-concurrency at once, and prints one
-// FleetReport. Each cluster's metrics and notification go out as a single sweep's. It fails as the
-// worst of the clusters.
-func sweepFleet(ctx context.Context, o *options.Options, ruleSet []rules.Rule, s streams) error {
-	members, err := connectFleet(ctx, o, s, o.DryRun == report.DryRunNone)
+// Fleet is the sweep of every context --contexts or --all-contexts selects, each with its own
+// client, timeout and name (its context's), at most --cluster-concurrency at once, into one
+// FleetReport.
+type Fleet struct {
+	// Options are the sweep's, built and checked by the options package; they select the
+	// contexts.
+	Options *options.Options
+	// Log is where the logs go.
+	Log io.Writer
+}
+
+// Run sweeps every cluster of the fleet. Each cluster's metrics and notification go out as a
+// single sweep's. Printed, the Result fails as the worst of the clusters.
+func (a *Fleet) Run(ctx context.Context) (*Result, error) {
+	ruleSet, err := a.Options.RuleSet()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := a.Options.ValidateFleet(); err != nil {
+		return nil, &sweeper.InputError{Err: err}
+	}
+	return a.sweep(ctx, ruleSet)
+}
+
+// sweep sweeps every cluster of the fleet with ruleSet.
+func (a *Fleet) sweep(ctx context.Context, ruleSet []rules.Rule) (*Result, error) {
+	o := a.Options
+	members, err := connectFleet(ctx, o, a.Log, o.DryRun == report.DryRunNone)
+	if err != nil {
+		return nil, err
 	}
 	eachCluster(members, o.ClusterConcurrency, func(m *member) {
 		m.report = m.conn.sweep(m.opts.EngineConfig(), ruleSet)
 		sendToSinks(ctx, &m.opts, m.report, ruleSet, m.conn.logger)
 	})
-	return finishFleet(o.OutputOptions, reports(members), s.out)
+	return &Result{output: o.OutputOptions, fleet: true, reports: reports(members)}, nil
 }
 
 // member is one context of a fleet: its options (named by the context), its connection (nil when
@@ -50,7 +73,7 @@ type member struct {
 // two contexts of one cluster (the same kube-system UID) are swept once, as the first. For a run
 // that writes, a cluster without the sweeper's namespace, which cannot be created, stops the
 // fleet before anything is planned: an InputError naming each.
-func connectFleet(ctx context.Context, o *options.Options, s streams, writes bool) ([]*member, error) {
+func connectFleet(ctx context.Context, o *options.Options, log io.Writer, writes bool) ([]*member, error) {
 	contexts, err := sweeper.Contexts(o.Kubeconfig, o.Contexts, o.AllContexts)
 	if err != nil {
 		return nil, err
@@ -64,7 +87,7 @@ func connectFleet(ctx context.Context, o *options.Options, s streams, writes boo
 		m.opts.Context, m.opts.Cluster = name, name
 		members[i] = m
 		g.Go(func() error {
-			conn, err := connect(ctx, &m.opts, s)
+			conn, err := connect(ctx, &m.opts, log)
 			if err != nil {
 				m.unreachable(err)
 				return nil

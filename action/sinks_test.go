@@ -1,4 +1,4 @@
-package main
+package action
 
 import (
 	"bytes"
@@ -117,7 +117,7 @@ func TestNotifiedBeforePrinted(t *testing.T) {
 
 	opts.RequireNotify = true
 	out, err = sweep()
-	require.ErrorIs(t, err, errIncomplete)
+	require.ErrorIs(t, err, ErrIncomplete)
 	assert.NotContains(t, err.Error(), webhookSecret)
 	assert.Contains(t, out, `"stage": "notify"`, "the report is printed in full")
 

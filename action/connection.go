@@ -1,4 +1,4 @@
-package main
+package action
 
 import (
 	"context"
@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/term"
+	"k8s.io/klog/v2"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
-	"golang.org/x/term"
-	"k8s.io/klog/v2"
 )
 
-// connection is a command's link to the cluster: its clients, the cluster's name, the logger
+// connection is an action's link to the cluster: its clients, the cluster's name, the logger
 // (every line of which names the cluster), and the context of the run, whose --timeout starts
 // when the run does (begin).
 type connection struct {
-	// base is the command's context, carrying the cluster's logger to client-go's contextual
+	// base is the action's context, carrying the cluster's logger to client-go's contextual
 	// logging; ctx and cancel are the run's, bounded by timeout from begin.
 	base    context.Context
 	ctx     context.Context
@@ -31,14 +31,15 @@ type connection struct {
 	clients *sweeper.Clients
 	cluster string
 	logger  *slog.Logger
-	// progress is where the observe stage shows its progress: standard error, if a terminal.
+	// progress is where the observe stage shows its progress: the log, if a terminal.
 	progress io.Writer
 }
 
 // connect finds the cluster, builds the clients and makes sure the API server answers, within
 // --timeout; what is wrong with the kubeconfig is an InputError. The cluster's name is --cluster,
-// or the kubeconfig's context. The run's clock starts when connected; begin restarts it.
-func connect(ctx context.Context, o *options.Options, s streams) (*connection, error) {
+// or the kubeconfig's context. Logs go to log. The run's clock starts when connected; begin
+// restarts it.
+func connect(ctx context.Context, o *options.Options, log io.Writer) (*connection, error) {
 	config, cluster, err := sweeper.LoadRESTConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func connect(ctx context.Context, o *options.Options, s streams) (*connection, e
 	if o.Cluster != "" {
 		cluster = o.Cluster
 	}
-	logger := o.Logger(s.err).With("cluster", cluster)
+	logger := o.Logger(log).With("cluster", cluster)
 	conn := &connection{base: klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler())), timeout: o.Timeout.Duration,
 		cluster: cluster, logger: logger}
 	conn.begin()
@@ -60,7 +61,7 @@ func connect(ctx context.Context, o *options.Options, s streams) (*connection, e
 		return nil, err
 	}
 	conn.clients = clients
-	if f, ok := s.err.(*os.File); ok && o.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
+	if f, ok := log.(*os.File); ok && o.LogFormat == "text" && term.IsTerminal(int(f.Fd())) {
 		conn.progress = f
 	}
 	conn.begin()
