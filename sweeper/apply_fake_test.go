@@ -124,6 +124,9 @@ func TestApplyLoop(t *testing.T) {
 		// not handled, the server answers it.
 		react onWrite
 		verb  string
+		// onRead sees each read of the widget in full (the one right before a write), numbered
+		// from 1; not handled, the server answers it.
+		onRead onWrite
 
 		wantOutcome report.Outcome
 		wantReason  report.Reason
@@ -169,6 +172,20 @@ func TestApplyLoop(t *testing.T) {
 		wantFinalizers: append([]string{gone, keep}, "example.com/other-1", "example.com/other-2", "example.com/other-3",
 			"example.com/other-4", "example.com/other-5", "example.com/other-6"),
 		wantFactReads: attempts,
+	}, {
+		name:    "changed after it was observed, found so by the read right before the write: nothing sent for the old, re-planned, sent",
+		rule:    releaseRule(operatorAbsent),
+		objects: []*unstructured.Unstructured{widget(withFinalizers(gone, keep))},
+		onRead: func(c *fakeCluster, n int, a clienttesting.Action) (bool, runtime.Object, error) {
+			if n > 1 {
+				return false, nil, nil
+			}
+			return raced(c, n, a)
+		},
+		wantOutcome: report.OutcomeApplied, wantReplanned: true,
+		wantWrites: []sent{{verb: "patch", namespace: ns, name: name,
+			patch: patchOf(uid, []string{gone, keep, "example.com/other-1"}, []string{keep, "example.com/other-1"})}},
+		wantFinalizers: []string{keep, "example.com/other-1"}, wantFactReads: 2,
 	}, {
 		name:    "422, a fact no longer holds when re-planned: stale, not sent again",
 		rule:    releaseRule(operatorAbsent),
@@ -294,6 +311,14 @@ func TestApplyLoop(t *testing.T) {
 				c.metadata.PrependReactor(verb, widgets.Resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 					n++
 					return tt.react(c, n, a)
+				})
+			}
+
+			if tt.onRead != nil {
+				n := 0 // the dynamic fake serves one request at a time
+				c.dynamic.PrependReactor("get", widgets.Resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+					n++
+					return tt.onRead(c, n, a)
 				})
 			}
 
