@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,11 +33,13 @@ type testRule struct {
 	name    string
 	plan    func(*rules.View) []rules.Finding
 	content []rules.ContentRequest
+	whole   []schema.GroupResource
 }
 
 func (r testRule) Name() string                                          { return r.name }
 func (r testRule) Plan(_ context.Context, v *rules.View) []rules.Finding { return r.plan(v) }
 func (r testRule) ReadsContent() []rules.ContentRequest                  { return r.content }
+func (r testRule) ReadsWhole() []schema.GroupResource                    { return r.whole }
 
 // gone is the finalizer whose controller is gone in the fast tests; keep is another's.
 const (

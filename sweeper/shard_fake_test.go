@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -54,10 +55,11 @@ func TestShardsSplitTheSweep(t *testing.T) {
 			for index := range count {
 				shard := Shard{Index: index, Count: count}
 				var seen atomic.Pointer[rules.View]
+				// It declares what it draws cluster-wide facts from, as the rules do (WholeReader).
 				rule := testRule{name: "release", plan: func(view *rules.View) []rules.Finding {
 					seen.Store(view)
 					return release(view)
-				}}
+				}, whole: []schema.GroupResource{rules.Deployments.GroupResource(), rules.Namespaces.GroupResource()}}
 				r := runFor(t, c.engine(t, func(cfg *Config) { cfg.DryRun, cfg.Shard = report.DryRunClient, shard }, rule))
 				require.Empty(t, r.Errors)
 				assert.Equal(t, shard.String(), r.Metadata.Shard)
