@@ -49,6 +49,7 @@ var (
 	_ WholeReader      = DeadAPIServices{}
 	_ AnnotationReader = DeadAPIServices{}
 	_ Authorized       = DeadAPIServices{}
+	_ OptedIn          = DeadAPIServices{}
 )
 
 // Name implements Rule.
@@ -67,6 +68,9 @@ func (DeadAPIServices) MayHaveWritten(_ string, obj *unstructured.Unstructured, 
 	}
 	return nil
 }
+
+// OptInArgs implements OptedIn: delete.
+func (DeadAPIServices) OptInArgs() any { return DeadAPIServicesArgs{Delete: true} }
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadAPIServices) PolicyRules() []rbacv1.PolicyRule {

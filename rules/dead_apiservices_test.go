@@ -186,4 +186,5 @@ func TestDeadAPIServicesPolicyRules(t *testing.T) {
 			assert.Equal(t, tt.want, policyRulesOf(t, DeadAPIServicesName, tt.args, Settings{}))
 		})
 	}
+	assert.Equal(t, DeadAPIServicesArgs{Delete: true}, DeadAPIServices{}.OptInArgs(), "its opt-in in the cluster: delete")
 }

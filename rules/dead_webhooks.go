@@ -46,6 +46,7 @@ var (
 	_ WholeReader      = DeadWebhooks{}
 	_ AnnotationReader = DeadWebhooks{}
 	_ Authorized       = DeadWebhooks{}
+	_ OptedIn          = DeadWebhooks{}
 )
 
 var webhookConfigurations = []Resource{ValidatingWebhookConfigurations, MutatingWebhookConfigurations}
@@ -70,6 +71,9 @@ func (DeadWebhooks) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ [
 	}
 	return nil
 }
+
+// OptInArgs implements OptedIn: delete.
+func (DeadWebhooks) OptInArgs() any { return DeadWebhooksArgs{Delete: true} }
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r DeadWebhooks) PolicyRules() []rbacv1.PolicyRule {

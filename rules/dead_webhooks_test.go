@@ -233,4 +233,5 @@ func TestDeadWebhooksPolicyRules(t *testing.T) {
 			assert.Equal(t, tt.want, policyRulesOf(t, DeadWebhooksName, tt.args, Settings{}))
 		})
 	}
+	assert.Equal(t, DeadWebhooksArgs{Delete: true}, DeadWebhooks{}.OptInArgs(), "its opt-in in the cluster: delete")
 }

@@ -50,6 +50,7 @@ func NewOLMv1Leftovers(args OLMv1LeftoversArgs, _ Settings) (OLMv1Leftovers, err
 
 var (
 	_ Authorized       = OLMv1Leftovers{}
+	_ OptedIn          = OLMv1Leftovers{}
 	_ ContentReader    = OLMv1Leftovers{}
 	_ WholeReader      = OLMv1Leftovers{}
 	_ AnnotationReader = OLMv1Leftovers{}
@@ -101,6 +102,9 @@ func (OLMv1Leftovers) MayHaveWritten(_ string, obj *unstructured.Unstructured, e
 	}
 	return nil
 }
+
+// OptInArgs implements OptedIn: delete.
+func (OLMv1Leftovers) OptInArgs() any { return OLMv1LeftoversArgs{Delete: true} }
 
 // PolicyRules implements Authorized: delete, once opted in.
 func (r OLMv1Leftovers) PolicyRules() []rbacv1.PolicyRule {

@@ -750,6 +750,7 @@ func TestOLMv1LeftoversAuthorization(t *testing.T) {
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "clusterroles", "rolebindings", "roles"}, Verbs: []string{"get", "delete"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "delete"}},
 	}, deleting.PolicyRules())
+	assert.Equal(t, OLMv1LeftoversArgs{Delete: true}, reporting.OptInArgs(), "its opt-in in the cluster: delete")
 
 	want := []Write{
 		{Action: "Delete", Resource: ClusterRoleBindings.GroupResource()},

@@ -87,6 +87,7 @@ var (
 	_ WholeReader      = OperatorLeftovers{}
 	_ AnnotationReader = OperatorLeftovers{}
 	_ Authorized       = OperatorLeftovers{}
+	_ OptedIn          = OperatorLeftovers{}
 )
 
 // Name implements Rule.
@@ -98,6 +99,19 @@ func (OperatorLeftovers) Writes() []Write { return deletes(leftoverKinds) }
 // MayHaveWritten implements Authorized: an object of a kind OLM lists as a component.
 func (OperatorLeftovers) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
 	return kindOf(leftoverKinds, obj)
+}
+
+// OptInArgs implements OptedIn: delete OLM's own kinds (operators.coreos.com). Its opt-in in the
+// cluster covers no other: the admission policy refuses the deletes of the other kinds it reports
+// (deleting a CRD deletes user data), which need a ClusterRole of the user's own.
+func (OperatorLeftovers) OptInArgs() any {
+	var args OperatorLeftoversArgs
+	for _, k := range leftoverKinds {
+		if k.Group == ClusterServiceVersions.Group {
+			args.Delete = append(args.Delete, schema.GroupKind{Group: k.Group, Kind: k.Kind}.String())
+		}
+	}
+	return args
 }
 
 // PolicyRules implements Authorized: delete on the opted-in kinds.

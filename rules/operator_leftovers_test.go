@@ -350,6 +350,9 @@ func TestOperatorLeftoversPolicyRules(t *testing.T) {
 		{name: "InstallPlans opted in", args: OperatorLeftoversArgs{Delete: []string{"InstallPlan.operators.coreos.com"}}, want: []rbacv1.PolicyRule{
 			{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"installplans"}, Verbs: []string{"get", "delete"}},
 		}},
+		{name: "its opt-in in the cluster: OLM's own kinds", args: OperatorLeftovers{}.OptInArgs().(OperatorLeftoversArgs), want: []rbacv1.PolicyRule{
+			{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"clusterserviceversions", "installplans", "operators", "operatorconditions"}, Verbs: []string{"get", "delete"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

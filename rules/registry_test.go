@@ -21,6 +21,23 @@ func TestRegistryNamesItsRules(t *testing.T) {
 	}
 }
 
+// TestOptInsAreOffUntilOptedIn: a rule with an opt-in grants nothing by default, and its
+// opt-in's arguments build it, granting something: what its component in the cluster grants.
+func TestOptInsAreOffUntilOptedIn(t *testing.T) {
+	for _, reg := range Registry() {
+		rule, err := reg.New(nil, Settings{})
+		require.NoError(t, err, reg.Name)
+		optedIn, ok := rule.(OptedIn)
+		if !ok {
+			continue
+		}
+		assert.Empty(t, optedIn.PolicyRules(), "%s grants nothing until opted in", reg.Name)
+		on, err := reg.New(optedIn.OptInArgs(), Settings{})
+		require.NoError(t, err, "%s: its opt-in's arguments", reg.Name)
+		assert.NotEmpty(t, on.(Authorized).PolicyRules(), "%s, opted in", reg.Name)
+	}
+}
+
 func registration(t *testing.T, name string) Registration {
 	t.Helper()
 	for _, reg := range Registry() {

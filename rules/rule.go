@@ -76,6 +76,16 @@ type Authorized interface {
 	MayHaveWritten(action string, obj *unstructured.Unstructured, evidence []string) error
 }
 
+// OptedIn is an Authorized rule with writes that are off unless opted in (rules.<name>.delete):
+// OptInArgs are its arguments (its …Args type) with them on, as far as its opt-in in the cluster
+// covers them: the component manifests/components/opt-in-<name> and the chart's optIn value. make
+// generate grants what the rule built from them declares (PolicyRules, which depend on no
+// Settings) in the ClusterRole operator-sweeper-<name> of both.
+type OptedIn interface {
+	Authorized
+	OptInArgs() any
+}
+
 // Write is a kind of write a rule may make: an action type on the objects of a resource; the
 // Resource "*" is any.
 type Write struct {
