@@ -81,7 +81,7 @@ manifests: generate ## Write the generated RBAC and admission parts of manifests
 	$(GO) run ./hack/render manifests/overlays/pushgateway > bin/manifests/pushgateway.yaml
 
 .PHONY: generate
-generate: ## Write what is derived from the rules and the catalog: the ClusterRoles' rules (walk and rules), the admission policy's guarded finalizers, docs/catalog.md.
+generate: ## Write what is derived from the rules and the catalog: the ClusterRoles' rules (walk, rules and the opt-ins'), the admission policy's guarded finalizers, docs/catalog.md.
 	$(GO) run ./hack/generate
 
 .PHONY: tools

@@ -4,6 +4,11 @@
 //   - the rules of the ClusterRoles in manifests/base/rbac.yaml and the chart's templates/rbac.yaml:
 //     of operator-sweeper-walk, what the walk needs; of operator-sweeper, what the rules the shipped
 //     config enables declare they need to act (rules.Authorized), and the Events;
+//   - the rules of each opt-in's ClusterRole operator-sweeper-<rule>, in its component
+//     manifests/components/opt-in-<rule>/rbac.yaml and in the chart's templates/opt-ins.yaml: what
+//     the rule declares once built from the arguments its opt-in covers (rules.OptedIn). An opt-in
+//     whose component has no rbac.yaml (dead-webhooks) needs nothing the ClusterRole
+//     operator-sweeper does not grant already, or generate fails;
 //   - the finalizers the admission policy never lets the sweeper remove (the catalog's guards), in
 //     manifests/base/admission.yaml and the chart's templates/admission.yaml;
 //   - docs/catalog.md, the catalog as a page.
@@ -22,9 +27,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
@@ -60,7 +67,7 @@ func generate(root string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	clusterRole, err := clusterRoleRules(filepath.Join(root, "manifests/base/config.yaml"))
+	clusterRole, granted, err := clusterRoleRules(filepath.Join(root, "manifests/base/config.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -68,16 +75,30 @@ func generate(root string) ([]file, error) {
 	writePolicyRules(&walk, "", sweeper.WalkPolicyRules()...)
 	rbac := []region{{"walk", walk.String()}, {"rules", clusterRole}}
 	guarded := []region{{"guarded finalizers", guardedFinalizers(operators)}}
-	var files []file
-	for _, f := range []struct {
+	type regions struct {
 		path    string
 		regions []region
-	}{
+	}
+	generated := []regions{
 		{"manifests/base/rbac.yaml", rbac},
 		{"charts/operator-sweeper/templates/rbac.yaml", rbac},
 		{"manifests/base/admission.yaml", guarded},
 		{"charts/operator-sweeper/templates/admission.yaml", guarded},
-	} {
+	}
+	optIns, err := optInRoles(root, granted)
+	if err != nil {
+		return nil, err
+	}
+	chart := regions{path: "charts/operator-sweeper/templates/opt-ins.yaml"}
+	for _, o := range optIns {
+		if o.component != "" {
+			generated = append(generated, regions{o.component, []region{o.region}})
+			chart.regions = append(chart.regions, o.region)
+		}
+	}
+	generated = append(generated, chart)
+	var files []file
+	for _, f := range generated {
 		content, err := os.ReadFile(filepath.Join(root, f.path))
 		if err != nil {
 			return nil, err
@@ -112,29 +133,98 @@ func replaceRegion(data []byte, name, content string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// clusterRoleRules are the rules of ClusterRole operator-sweeper: what each rule the shipped
-// config enables needs to act in the CronJob's mode (--dry-run=none), rule by rule, and create
-// on the Events it records.
-func clusterRoleRules(configFile string) (string, error) {
+// clusterRoleRules are the rules of ClusterRole operator-sweeper, as YAML and as granted: what
+// each rule the shipped config enables needs to act in the CronJob's mode (--dry-run=none), rule
+// by rule, and create on the Events it records.
+func clusterRoleRules(configFile string) (string, []rbacv1.PolicyRule, error) {
 	opts, err := options.LoadConfigFile(configFile, options.Default())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	opts.DryRun = report.DryRunNone
 	ruleSet, err := opts.RuleSet()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var b strings.Builder
+	var granted []rbacv1.PolicyRule
 	for _, rule := range ruleSet {
 		authorized, ok := rule.(rules.Authorized)
 		if !ok || len(authorized.PolicyRules()) == 0 {
 			continue
 		}
 		writePolicyRules(&b, rule.Name(), authorized.PolicyRules()...)
+		granted = append(granted, authorized.PolicyRules()...)
 	}
 	writePolicyRules(&b, "The Events of what was done.", sweeper.EventsPolicyRule())
-	return b.String(), nil
+	return b.String(), append(granted, sweeper.EventsPolicyRule()), nil
+}
+
+// optInRole is the ClusterRole of an opt-in: the generated region of its rules, and the file of
+// its component that holds it ("" when the component needs no ClusterRole of its own).
+type optInRole struct {
+	region    region
+	component string
+}
+
+// optInRoles are the ClusterRoles of the opt-ins of the registry's rules, in its order: each one's
+// rules are the PolicyRules of the rule built from its opt-in's arguments. The component
+// manifests/components/opt-in-<rule> (and the chart's optIn value, and the admission policy's
+// allowance) is written by hand; without an rbac.yaml it grants no ClusterRole, which granted,
+// the ClusterRole operator-sweeper's rules, must then cover.
+func optInRoles(root string, granted []rbacv1.PolicyRule) ([]optInRole, error) {
+	var roles []optInRole
+	for _, reg := range rules.Registry() {
+		rule, err := reg.New(nil, rules.Settings{})
+		if err != nil {
+			return nil, err
+		}
+		optedIn, ok := rule.(rules.OptedIn)
+		if !ok {
+			continue
+		}
+		on, err := reg.New(optedIn.OptInArgs(), rules.Settings{})
+		if err != nil {
+			return nil, fmt.Errorf("%s's opt-in: %w", reg.Name, err)
+		}
+		policy := on.(rules.Authorized).PolicyRules()
+		dir := filepath.Join("manifests/components", "opt-in-"+reg.Name)
+		if _, err := os.Stat(filepath.Join(root, dir, "kustomization.yaml")); err != nil {
+			return nil, fmt.Errorf("rule %s has an opt-in but no component %s: write it by hand, as the other opt-ins' (%w)", reg.Name, dir, err)
+		}
+		var yaml strings.Builder
+		writePolicyRules(&yaml, "", policy...)
+		role := optInRole{region: region{"opt-in " + reg.Name, yaml.String()}, component: filepath.Join(dir, "rbac.yaml")}
+		if _, err := os.Stat(filepath.Join(root, role.component)); os.IsNotExist(err) {
+			for _, p := range policy {
+				if missing := notCovered(granted, p); missing != "" {
+					return nil, fmt.Errorf("opt-in %s needs %s, which the ClusterRole operator-sweeper does not grant: give %s an rbac.yaml with a region %q, as the other opt-ins', and the chart's templates/opt-ins.yaml one too", reg.Name, missing, dir, role.region.name)
+				}
+			}
+			role.component = ""
+		}
+		roles = append(roles, role)
+	}
+	return roles, nil
+}
+
+// notCovered names a verb on a resource that p grants and none of granted does; "" if none.
+func notCovered(granted []rbacv1.PolicyRule, p rbacv1.PolicyRule) string {
+	has := func(items []string, item string) bool {
+		return slices.Contains(items, item) || slices.Contains(items, "*")
+	}
+	for _, group := range p.APIGroups {
+		for _, resource := range p.Resources {
+			for _, verb := range p.Verbs {
+				if !slices.ContainsFunc(granted, func(g rbacv1.PolicyRule) bool {
+					return has(g.APIGroups, group) && has(g.Resources, resource) && has(g.Verbs, verb)
+				}) {
+					return fmt.Sprintf("%s on %s", verb, schema.GroupResource{Group: group, Resource: resource})
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // writePolicyRules writes policy as ClusterRole rules, under a comment if there is one.
