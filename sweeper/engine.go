@@ -461,13 +461,27 @@ func (e *Engine) limitAndApply(ctx context.Context, view *rules.View, start time
 const maxBatch = 512
 
 // waves orders the findings' actions in waves: an action is in a later wave than the actions it
-// depends on, the deletions of the webhooks that would refuse it, and an earlier action on the
-// same object. Findings keep their order within a wave.
+// depends on, the deletions of the webhooks that would refuse it, an earlier action on the same
+// object, and the actions of the rule and resource before its own. The findings come sorted by
+// rule, then resource, so that is the order the run writes in, as when it wrote one object at a
+// time (olm-rbac's ClusterRoleBindings before the ClusterRoles they bind); only the objects of
+// one resource, by one rule, are written at once, in any order. Findings keep their order within
+// a wave.
 func waves(planned []plannedFinding) [][]int {
 	level := map[types.UID]int{}
 	var out [][]int
+	type group struct{ rule, resource int }
+	var current group
+	floor, top := 0, -1 // the first wave the current group may use; the last wave an action went in
 	for i, f := range planned {
-		w := 0
+		if f.Action != nil {
+			if g := (group{f.order, f.resource}); top >= 0 && g != current {
+				floor, current = top+1, g
+			} else if top < 0 {
+				current = g
+			}
+		}
+		w := floor
 		after := func(uid types.UID) {
 			if l, ok := level[uid]; ok {
 				w = max(w, l+1)
@@ -482,6 +496,7 @@ func waves(planned []plannedFinding) [][]int {
 		}
 		if f.Action != nil {
 			level[f.Object.UID] = w
+			top = max(top, w)
 		}
 		for len(out) <= w {
 			out = append(out, nil)
