@@ -366,9 +366,15 @@ func TestBodiesStayInTheCluster(t *testing.T) {
 		name, ok := strings.CutPrefix(f.Before.Kept, "secret:"+cluster.SweeperNamespace+"/")
 		if assert.True(t, ok, "%s: its pre-image is in a Secret of the sweeper's namespace, not %q", key, f.Before.Kept) {
 			assert.Contains(t, kept, name, "%s: its record, labelled with the run", key)
-			assert.Positive(t, f.Before.Parts, key)
-			for i := range f.Before.Parts {
-				assert.Contains(t, kept, name+"-"+strconv.Itoa(i), "%s: part %d of its body, labelled with the run", key, i)
+			if f.Before.Entry != "" {
+				// Kept with its batch's (docs/undo.md): records and bodies in one Secret.
+				assert.Contains(t, kept[name].Data, "records.jsonl.gz", "%s: its record, in its batch's Secret", key)
+				assert.Contains(t, kept[name].Data, "body-"+f.Before.Entry, "%s: its body, in its batch's Secret", key)
+			} else {
+				assert.Positive(t, f.Before.Parts, key)
+				for i := range f.Before.Parts {
+					assert.Contains(t, kept, name+"-"+strconv.Itoa(i), "%s: part %d of its body, labelled with the run", key, i)
+				}
 			}
 		}
 	}
@@ -380,6 +386,7 @@ func TestBodiesStayInTheCluster(t *testing.T) {
 	if f := found[mine[0]]; f != nil && f.Before != nil {
 		name, _ := strings.CutPrefix(f.Before.Kept, "secret:"+cluster.SweeperNamespace+"/")
 		var body bytes.Buffer
+		body.Write(kept[name].Data["body-"+f.Before.Entry]) // nothing when it has Secrets of its own
 		for i := range f.Before.Parts {
 			body.Write(kept[name+"-"+strconv.Itoa(i)].Data["body"])
 		}
