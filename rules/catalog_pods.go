@@ -71,6 +71,12 @@ var (
 
 const catalogSourceLabel = "olm.catalogSource"
 
+// A CatalogSource, as an ownerReference names it, in any version.
+const (
+	catalogSourceKind  = "CatalogSource"
+	catalogSourceGroup = "operators.coreos.com"
+)
+
 // Name implements Rule.
 func (CatalogPods) Name() string { return CatalogPodsName }
 
@@ -80,6 +86,16 @@ func (CatalogPods) Writes() []Write { return deletes([]Resource{Pods}) }
 // MayHaveWritten implements Authorized: a pod (which restore never re-creates: its controller does).
 func (CatalogPods) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []string) error {
 	return sameKind(Pods, obj)
+}
+
+// Admission implements Authorized: a terminating pod labelled as a CatalogSource's registry, bare
+// or controlled by its CatalogSource. A pod with another controller is never force-deleted: its
+// twin could start.
+func (CatalogPods) Admission() Admission {
+	return Admission{Deletes: []Resource{Pods}, When: fmt.Sprintf(`has(oldObject.metadata.deletionTimestamp) && '%s' in variables.labels &&
+  (!has(oldObject.metadata.ownerReferences) || oldObject.metadata.ownerReferences.all(r,
+    !has(r.controller) || !r.controller || (r.kind == '%s' && r.apiVersion.startsWith('%s/'))))`,
+		catalogSourceLabel, catalogSourceKind, catalogSourceGroup)}
 }
 
 // PolicyRules implements Authorized.
@@ -134,7 +150,7 @@ func (r CatalogPods) Plan(_ context.Context, view *View) []Finding {
 
 // catalogSourceRef reports whether ref names a CatalogSource of OLM v0.
 func catalogSourceRef(ref *metav1.OwnerReference) bool {
-	return ref != nil && ref.Kind == "CatalogSource" && strings.HasPrefix(ref.APIVersion, "operators.coreos.com/")
+	return ref != nil && ref.Kind == catalogSourceKind && strings.HasPrefix(ref.APIVersion, catalogSourceGroup+"/")
 }
 
 func (r CatalogPods) decide(view *View, zones zoneStates, pod *Object) (Finding, bool) {

@@ -69,6 +69,11 @@ func (DeadAPIServices) MayHaveWritten(_ string, obj *unstructured.Unstructured, 
 	return nil
 }
 
+// Admission implements Authorized: an aggregated APIService, never a local one.
+func (DeadAPIServices) Admission() Admission {
+	return Admission{Deletes: []Resource{APIServices}, When: "has(oldObject.spec.service)"}
+}
+
 // OptInArgs implements OptedIn: delete.
 func (DeadAPIServices) OptInArgs() any { return DeadAPIServicesArgs{Delete: true} }
 

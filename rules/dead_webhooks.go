@@ -72,6 +72,11 @@ func (DeadWebhooks) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ [
 	return nil
 }
 
+// Admission implements Authorized: a webhook configuration none of whose webhooks is called by URL.
+func (DeadWebhooks) Admission() Admission {
+	return Admission{Deletes: webhookConfigurations, When: "!has(oldObject.webhooks) || oldObject.webhooks.all(w, has(w.clientConfig.service))"}
+}
+
 // OptInArgs implements OptedIn: delete.
 func (DeadWebhooks) OptInArgs() any { return DeadWebhooksArgs{Delete: true} }
 

@@ -363,3 +363,25 @@ func TestRulesDeclareWhatTheyReadWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionWithinWrites: what a rule's Admission lets the admission policy allow is a write
+// the rule declares it may make (Writes): the policy never lets through more than the rules do.
+func TestAdmissionWithinWrites(t *testing.T) {
+	for _, rule := range everyRule(t) {
+		authorized, ok := rule.(Authorized)
+		if !ok {
+			continue
+		}
+		admission := authorized.Admission()
+		for _, r := range admission.Deletes {
+			assert.True(t, Allows(authorized, Delete{}.Type(), r.GroupResource()), "%s's Admission lets it delete %s, which it does not write", rule.Name(), r)
+		}
+		for _, o := range admission.Owners {
+			assert.True(t, Allows(authorized, SetOwnerReferences{}.Type(), o.Resource.GroupResource()), "%s's Admission lets it give %s owners, which it does not write", rule.Name(), o.Resource)
+			assert.NotEmpty(t, o.Owner, rule.Name())
+		}
+		if admission.When != "" {
+			assert.NotEmpty(t, admission.Deletes, "%s's Admission has a When for no delete", rule.Name())
+		}
+	}
+}

@@ -62,6 +62,17 @@ func (InstallPlanOwners) MayHaveWritten(_ string, obj *unstructured.Unstructured
 	return sameKind(InstallPlans, obj)
 }
 
+// Admission implements Authorized: an InstallPlan gains Subscriptions as owners, never as its
+// controller (the garbage collector would delete it with a Subscription it does not belong to).
+func (InstallPlanOwners) Admission() Admission {
+	return Admission{Owners: []OwnerAdmission{{
+		Resource: InstallPlans,
+		Owner: fmt.Sprintf("r.apiVersion == '%s' && r.kind == '%s' && (!has(r.controller) || !r.controller)",
+			Subscriptions.GroupVersion().String(), Subscriptions.Kind),
+		Owners: "Subscriptions",
+	}}}
+}
+
 // PolicyRules implements Authorized.
 func (InstallPlanOwners) PolicyRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{policyRule(InstallPlans.Group, []string{InstallPlans.Resource}, "get", "patch")}

@@ -101,6 +101,16 @@ func (OLMRBAC) MayHaveWritten(_ string, obj *unstructured.Unstructured, evidence
 	return nil
 }
 
+// Admission implements Authorized: what OLM labelled as a ClusterServiceVersion's, which its
+// csv-cleanup finalizer would have deleted.
+func (OLMRBAC) Admission() Admission {
+	return Admission{Deletes: olmRBACResources, When: olmOwnedLabels}
+}
+
+// olmOwnedLabels is true of an object OLM labelled as a ClusterServiceVersion's.
+var olmOwnedLabels = fmt.Sprintf(`'olm.owner.kind' in variables.labels && variables.labels['olm.owner.kind'] == '%s' &&
+  'olm.owner' in variables.labels && 'olm.owner.namespace' in variables.labels`, ClusterServiceVersions.Kind)
+
 // PolicyRules implements Authorized: delete, once opted in.
 func (r OLMRBAC) PolicyRules() []rbacv1.PolicyRule {
 	if !r.args.Delete {

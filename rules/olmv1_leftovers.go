@@ -103,6 +103,12 @@ func (OLMv1Leftovers) MayHaveWritten(_ string, obj *unstructured.Unstructured, e
 	return nil
 }
 
+// Admission implements Authorized: what OLM v1 labelled as applied for a ClusterExtension.
+func (OLMv1Leftovers) Admission() Admission {
+	return Admission{Deletes: olmv1Deletable, When: fmt.Sprintf(`'%[1]s' in variables.labels && variables.labels['%[1]s'] == '%[2]s' &&
+  '%[3]s' in variables.labels`, olmv1OwnerKind, ClusterExtensions.Kind, olmv1OwnerName)}
+}
+
 // OptInArgs implements OptedIn: delete.
 func (OLMv1Leftovers) OptInArgs() any { return OLMv1LeftoversArgs{Delete: true} }
 

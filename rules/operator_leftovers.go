@@ -101,18 +101,25 @@ func (OperatorLeftovers) MayHaveWritten(_ string, obj *unstructured.Unstructured
 	return kindOf(leftoverKinds, obj)
 }
 
+// Admission implements Authorized: OLM's own kinds, those its opt-in covers. The others it
+// reports stay refused whatever its config says: deleting a CRD deletes user data.
+func (OperatorLeftovers) Admission() Admission { return Admission{Deletes: olmOwnKinds} }
+
 // OptInArgs implements OptedIn: delete OLM's own kinds (operators.coreos.com). Its opt-in in the
 // cluster covers no other: the admission policy refuses the deletes of the other kinds it reports
 // (deleting a CRD deletes user data), which need a ClusterRole of the user's own.
 func (OperatorLeftovers) OptInArgs() any {
 	var args OperatorLeftoversArgs
-	for _, k := range leftoverKinds {
-		if k.Group == ClusterServiceVersions.Group {
-			args.Delete = append(args.Delete, schema.GroupKind{Group: k.Group, Kind: k.Kind}.String())
-		}
+	for _, k := range olmOwnKinds {
+		args.Delete = append(args.Delete, schema.GroupKind{Group: k.Group, Kind: k.Kind}.String())
 	}
 	return args
 }
+
+// olmOwnKinds are the kinds of leftoverKinds that are OLM's own (operators.coreos.com).
+var olmOwnKinds = slices.DeleteFunc(slices.Clone(leftoverKinds), func(k Resource) bool {
+	return k.Group != ClusterServiceVersions.Group
+})
 
 // PolicyRules implements Authorized: delete on the opted-in kinds.
 func (r OperatorLeftovers) PolicyRules() []rbacv1.PolicyRule {

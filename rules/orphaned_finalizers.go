@@ -76,6 +76,10 @@ func (OrphanedFinalizers) MayHaveWritten(string, *unstructured.Unstructured, []s
 	return nil
 }
 
+// Admission implements Authorized: it only removes finalizers, which the policy fences for every
+// rule (and never those the catalog says guard).
+func (OrphanedFinalizers) Admission() Admission { return Admission{} }
+
 // PolicyRules implements Authorized: get and patch on the resources of the finalizers the
 // catalog and the config file let it release (consequence local or cascades).
 func (r OrphanedFinalizers) PolicyRules() []rbacv1.PolicyRule {

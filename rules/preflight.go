@@ -118,6 +118,10 @@ func (Preflight) MayHaveWritten(_ string, obj *unstructured.Unstructured, _ []st
 	return nil
 }
 
+// Admission implements Authorized: none. A drain runs as whoever runs preflight, not as the
+// sweeper's ServiceAccount, which the policy fences.
+func (Preflight) Admission() Admission { return Admission{} }
+
 // builtInGroup reports whether group is one of Kubernetes' own API groups, which no CRD serves:
 // those of client-go's scheme, and the API server's extension and aggregation groups.
 func builtInGroup(group string) bool {

@@ -74,6 +74,37 @@ type Authorized interface {
 	// reported with evidence, is not an object the rule could have written; nil if it could. It
 	// is how restore tells a pre-image that matches its finding from one that was made up.
 	MayHaveWritten(action string, obj *unstructured.Unstructured, evidence []string) error
+	// Admission is what the admission policy lets through of the rule's deletes and owner
+	// changes: make generate writes it into manifests/base/admission.yaml and the chart's.
+	Admission() Admission
+}
+
+// Admission is a rule's part of the admission policy that fences the ServiceAccount's writes
+// whatever its RBAC grants: make generate writes it into the policy, and fails while the rule's
+// PolicyRules grant a delete its Admission does not allow (the API server would refuse it). It is
+// declared apart from the RBAC, so that no grant alone widens what the sweeper may do. Its
+// expressions are CEL, as a ValidatingAdmissionPolicy evaluates them; the API server checks them
+// when the policy is applied, and test/e2e runs the policy.
+type Admission struct {
+	// Deletes are the resources the rule may delete objects of (while its opt-in is on, for an
+	// OptedIn rule), those of which When is true.
+	Deletes []Resource
+	// When is true of an object the rule may delete: it reads oldObject and the policy's
+	// variables labels (the object's) and resource ("<group>/<plural>"). "" when being of one of
+	// Deletes is enough.
+	When string
+	// Owners are the ownerReferences the rule may add.
+	Owners []OwnerAdmission
+}
+
+// OwnerAdmission lets a rule give the objects of a resource owners: the ownerReferences r for
+// which Owner, a CEL expression, is true. Every other change of ownerReferences is refused.
+type OwnerAdmission struct {
+	Resource Resource
+	Owner    string
+	// Owners names them in the refusal: "operator-sweeper may give <a Kind> only <Owners> as
+	// owners".
+	Owners string
 }
 
 // OptedIn is an Authorized rule with writes that are off unless opted in (rules.<name>.delete):

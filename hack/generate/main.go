@@ -9,8 +9,10 @@
 //     the rule declares once built from the arguments its opt-in covers (rules.OptedIn). An opt-in
 //     whose component has no rbac.yaml (dead-webhooks) needs nothing the ClusterRole
 //     operator-sweeper does not grant already, or generate fails;
-//   - the finalizers the admission policy never lets the sweeper remove (the catalog's guards), in
-//     manifests/base/admission.yaml and the chart's templates/admission.yaml;
+//   - of the admission policy, in manifests/base/admission.yaml and the chart's
+//     templates/admission.yaml: the finalizers it never lets the sweeper remove (the catalog's
+//     guards), what each rule may delete and the owners each may add (rules.Admission), and, in
+//     the base's ConfigMap operator-sweeper-opt-ins, a key for each opt-in;
 //   - docs/catalog.md, the catalog as a page.
 //
 // Each generated part of a file sits between a "# BEGIN generated …" and a "# END generated …"
@@ -67,14 +69,31 @@ func generate(root string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	clusterRole, granted, err := clusterRoleRules(filepath.Join(root, "manifests/base/config.yaml"))
+	acting, ruleSet, err := actingRules(filepath.Join(root, "manifests/base/config.yaml"))
 	if err != nil {
 		return nil, err
 	}
+	clusterRole, granted := clusterRoleRules(ruleSet)
 	var walk strings.Builder
 	writePolicyRules(&walk, "", sweeper.WalkPolicyRules()...)
 	rbac := []region{{"walk", walk.String()}, {"rules", clusterRole}}
-	guarded := []region{{"guarded finalizers", guardedFinalizers(operators)}}
+	deletes, err := deleteVariables(acting)
+	if err != nil {
+		return nil, err
+	}
+	optIns, err := optInRoles(root, acting, granted)
+	if err != nil {
+		return nil, err
+	}
+	var optInKeys strings.Builder
+	for _, o := range optIns {
+		fmt.Fprintf(&optInKeys, "  %s: \"false\"\n", o.rule)
+	}
+	admission := []region{
+		{"guarded finalizers", guardedFinalizers(operators)},
+		{"owners", ownerValidations(acting)},
+		{"deletes", deletes},
+	}
 	type regions struct {
 		path    string
 		regions []region
@@ -82,12 +101,9 @@ func generate(root string) ([]file, error) {
 	generated := []regions{
 		{"manifests/base/rbac.yaml", rbac},
 		{"charts/operator-sweeper/templates/rbac.yaml", rbac},
-		{"manifests/base/admission.yaml", guarded},
-		{"charts/operator-sweeper/templates/admission.yaml", guarded},
-	}
-	optIns, err := optInRoles(root, granted)
-	if err != nil {
-		return nil, err
+		// The chart's ConfigMap of opt-ins is in templates/opt-ins.yaml, written by hand.
+		{"manifests/base/admission.yaml", append(admission, region{"opt-ins", optInKeys.String()})},
+		{"charts/operator-sweeper/templates/admission.yaml", admission},
 	}
 	chart := regions{path: "charts/operator-sweeper/templates/opt-ins.yaml"}
 	for _, o := range optIns {
@@ -133,19 +149,56 @@ func replaceRegion(data []byte, name, content string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// clusterRoleRules are the rules of ClusterRole operator-sweeper, as YAML and as granted: what
-// each rule the shipped config enables needs to act in the CronJob's mode (--dry-run=none), rule
-// by rule, and create on the Events it records.
-func clusterRoleRules(configFile string) (string, []rbacv1.PolicyRule, error) {
+// actingRule is a rule of the registry as it may act in a cluster the manifests deploy: as the
+// shipped config builds it, or, for an opt-in, as its opt-in's arguments build it.
+type actingRule struct {
+	rules.Authorized
+	name  string
+	optIn bool
+}
+
+// actingRules are the registry's rules that may act, in its order: those the shipped config
+// enables as they act in the CronJob's mode (--dry-run=none), but each opt-in's rule as the
+// arguments its opt-in covers build it (rules.OptedIn); and the shipped config's rules.
+func actingRules(configFile string) ([]actingRule, []rules.Rule, error) {
 	opts, err := options.LoadConfigFile(configFile, options.Default())
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	opts.DryRun = report.DryRunNone
 	ruleSet, err := opts.RuleSet()
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
+	var acting []actingRule
+	for _, reg := range rules.Registry() {
+		rule, err := reg.New(nil, rules.Settings{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if optedIn, ok := rule.(rules.OptedIn); ok {
+			on, err := reg.New(optedIn.OptInArgs(), rules.Settings{})
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s's opt-in: %w", reg.Name, err)
+			}
+			acting = append(acting, actingRule{on.(rules.Authorized), reg.Name, true})
+			continue
+		}
+		i := slices.IndexFunc(ruleSet, func(r rules.Rule) bool { return r.Name() == reg.Name })
+		if i < 0 {
+			continue // not enabled by the shipped config
+		}
+		if authorized, ok := ruleSet[i].(rules.Authorized); ok {
+			acting = append(acting, actingRule{authorized, reg.Name, false})
+		}
+	}
+	return acting, ruleSet, nil
+}
+
+// clusterRoleRules are the rules of ClusterRole operator-sweeper, as YAML and as granted: what
+// each rule the shipped config enables needs to act in the CronJob's mode, rule by rule, and
+// create on the Events it records.
+func clusterRoleRules(ruleSet []rules.Rule) (string, []rbacv1.PolicyRule) {
 	var b strings.Builder
 	var granted []rbacv1.PolicyRule
 	for _, rule := range ruleSet {
@@ -157,48 +210,155 @@ func clusterRoleRules(configFile string) (string, []rbacv1.PolicyRule, error) {
 		granted = append(granted, authorized.PolicyRules()...)
 	}
 	writePolicyRules(&b, "The Events of what was done.", sweeper.EventsPolicyRule())
-	return b.String(), append(granted, sweeper.EventsPolicyRule()), nil
+	return b.String(), append(granted, sweeper.EventsPolicyRule())
+}
+
+// deleteVariables are the variables of the admission policy on creates and deletes that say what
+// the rules may delete: of each acting rule, an object of a resource its Admission names for
+// which its When holds, an opt-in's only while its key in the policy's ConfigMap is "true"; and
+// ruleDeletes, any of them. A delete a rule's PolicyRules grant and its Admission does not allow
+// is an error: the API server would refuse it.
+func deleteVariables(acting []actingRule) (string, error) {
+	var b strings.Builder
+	b.WriteString("  # What each rule may delete: an object of a resource its Admission names, for which its When\n")
+	b.WriteString("  # holds (rules/); an opt-in's only while its key in the ConfigMap is \"true\".\n")
+	var names []string
+	for _, rule := range acting {
+		admission := rule.Admission()
+		for _, p := range rule.PolicyRules() {
+			for _, group := range p.APIGroups {
+				for _, resource := range p.Resources {
+					gr := schema.GroupResource{Group: group, Resource: resource}
+					if slices.Contains(p.Verbs, "delete") && !slices.ContainsFunc(admission.Deletes, func(r rules.Resource) bool { return r.GroupResource() == gr }) {
+						return "", fmt.Errorf("rule %s may delete %s by its PolicyRules, but its Admission does not name it in Deletes: the admission policy would refuse every delete", rule.name, gr)
+					}
+				}
+			}
+		}
+		if len(admission.Deletes) == 0 {
+			continue
+		}
+		var resources []string
+		for _, r := range admission.Deletes {
+			resources = append(resources, "'"+r.Group+"/"+r.Resource+"'")
+		}
+		var terms []string
+		if rule.optIn {
+			terms = append(terms, fmt.Sprintf("'%[1]s' in variables.optIn && variables.optIn['%[1]s'] == 'true'", rule.name))
+		}
+		terms = append(terms, "variables.resource in ["+strings.Join(resources, ", ")+"]")
+		if admission.When != "" {
+			terms = append(terms, "("+strings.ReplaceAll(admission.When, "\n", "\n      ")+")")
+		}
+		name := celName(rule.name) + "Deletes"
+		names = append(names, "variables."+name)
+		fmt.Fprintf(&b, "  - name: %s\n    expression: >-\n      %s\n", name, strings.Join(terms, " &&\n      "))
+	}
+	if len(names) == 0 {
+		names = []string{"false"}
+	}
+	fmt.Fprintf(&b, "  - name: ruleDeletes\n    expression: >-\n      %s\n", strings.Join(names, " ||\n      "))
+	return b.String(), nil
+}
+
+// ownerValidations are the validations of the admission policy on updates that fence the
+// ownerReferences: only of the objects of a resource an acting rule gives owners may they
+// change, and only by gaining owners the rule may add (its Admission's Owners).
+func ownerValidations(acting []actingRule) string {
+	var owners []rules.OwnerAdmission
+	for _, rule := range acting {
+		owners = append(owners, rule.Admission().Owners...)
+	}
+	var names, kinds []string
+	for _, o := range owners {
+		names = append(names, "'"+resourceName(o.Resource)+"'")
+		kinds = append(kinds, o.Resource.Kind+"s")
+	}
+	unchanged := `(has(object.metadata.ownerReferences) ? has(oldObject.metadata.ownerReferences) && object.metadata.ownerReferences == oldObject.metadata.ownerReferences
+                                            : !has(oldObject.metadata.ownerReferences))`
+	var b strings.Builder
+	message := "operator-sweeper may change no ownerReferences"
+	expression := unchanged
+	if len(owners) > 0 {
+		message = "operator-sweeper may change the ownerReferences of " + strings.Join(kinds, " and ") + " only"
+		expression = "variables.resourceName in [" + strings.Join(names, ", ") + "] ||\n      " + unchanged
+	}
+	fmt.Fprintf(&b, "  - expression: >-\n      %s\n    message: %s\n    reason: Forbidden\n", expression, message)
+	for _, o := range owners {
+		b.WriteString("  # An owner is in the object's namespace: one added is of the object's.\n")
+		fmt.Fprintf(&b, `  - expression: >-
+      variables.resourceName != '%s' || !has(object.metadata.ownerReferences) ||
+      object.metadata.ownerReferences.all(r,
+        (has(oldObject.metadata.ownerReferences) && r in oldObject.metadata.ownerReferences) ||
+        (%s))
+    message: operator-sweeper may give %s %s only %s as owners
+    reason: Forbidden
+`, resourceName(o.Resource), o.Owner, article(o.Resource.Kind), o.Resource.Kind, o.Owners)
+	}
+	return b.String()
+}
+
+// resourceName is a resource as the admission policy's variable resourceName names it, and the
+// catalog: "<plural>.<group>", or "<plural>" in the core group.
+func resourceName(r rules.Resource) string {
+	return r.GroupResource().String()
+}
+
+// article is the indefinite article of a Kind.
+func article(kind string) string {
+	if strings.ContainsRune("AEIOU", rune(kind[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// celName is a rule's name as a CEL identifier: olm-rbac is olmRbac.
+func celName(rule string) string {
+	parts := strings.Split(rule, "-")
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+	}
+	return strings.Join(parts, "")
 }
 
 // optInRole is the ClusterRole of an opt-in: the generated region of its rules, and the file of
 // its component that holds it ("" when the component needs no ClusterRole of its own).
 type optInRole struct {
+	rule      string
 	region    region
 	component string
 }
 
-// optInRoles are the ClusterRoles of the opt-ins of the registry's rules, in its order: each one's
-// rules are the PolicyRules of the rule built from its opt-in's arguments. The component
-// manifests/components/opt-in-<rule> (and the chart's optIn value, and the admission policy's
-// allowance) is written by hand; without an rbac.yaml it grants no ClusterRole, which granted,
-// the ClusterRole operator-sweeper's rules, must then cover.
-func optInRoles(root string, granted []rbacv1.PolicyRule) ([]optInRole, error) {
+// optInRoles are the ClusterRoles of the opt-ins among the acting rules, in the registry's order:
+// each one's rules are the PolicyRules of the rule built from its opt-in's arguments. The
+// component manifests/components/opt-in-<rule> (and the chart's optIn value) is written by hand;
+// without an rbac.yaml it grants no ClusterRole, which granted, the ClusterRole
+// operator-sweeper's rules, must then cover.
+func optInRoles(root string, acting []actingRule, granted []rbacv1.PolicyRule) ([]optInRole, error) {
 	var roles []optInRole
-	for _, reg := range rules.Registry() {
-		rule, err := reg.New(nil, rules.Settings{})
-		if err != nil {
-			return nil, err
-		}
-		optedIn, ok := rule.(rules.OptedIn)
-		if !ok {
+	for _, rule := range acting {
+		if !rule.optIn {
 			continue
 		}
-		on, err := reg.New(optedIn.OptInArgs(), rules.Settings{})
-		if err != nil {
-			return nil, fmt.Errorf("%s's opt-in: %w", reg.Name, err)
-		}
-		policy := on.(rules.Authorized).PolicyRules()
-		dir := filepath.Join("manifests/components", "opt-in-"+reg.Name)
+		name, policy := rule.name, rule.PolicyRules()
+		dir := filepath.Join("manifests/components", "opt-in-"+name)
 		if _, err := os.Stat(filepath.Join(root, dir, "kustomization.yaml")); err != nil {
-			return nil, fmt.Errorf("rule %s has an opt-in but no component %s: write it by hand, as the other opt-ins' (%w)", reg.Name, dir, err)
+			return nil, fmt.Errorf("rule %s has an opt-in but no component %s: write it by hand, as the other opt-ins' (%w)", name, dir, err)
 		}
 		var yaml strings.Builder
 		writePolicyRules(&yaml, "", policy...)
-		role := optInRole{region: region{"opt-in " + reg.Name, yaml.String()}, component: filepath.Join(dir, "rbac.yaml")}
+		chart, err := os.ReadFile(filepath.Join(root, "charts/operator-sweeper/templates/opt-ins.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + `: \{\{ \.Values\.optIn\.`).Match(chart) {
+			return nil, fmt.Errorf("rule %s has an opt-in but the chart's templates/opt-ins.yaml switches no key %s in its ConfigMap: add an optIn value and its line, as the other opt-ins'", name, name)
+		}
+		role := optInRole{rule: name, region: region{"opt-in " + name, yaml.String()}, component: filepath.Join(dir, "rbac.yaml")}
 		if _, err := os.Stat(filepath.Join(root, role.component)); os.IsNotExist(err) {
 			for _, p := range policy {
 				if missing := notCovered(granted, p); missing != "" {
-					return nil, fmt.Errorf("opt-in %s needs %s, which the ClusterRole operator-sweeper does not grant: give %s an rbac.yaml with a region %q, as the other opt-ins', and the chart's templates/opt-ins.yaml one too", reg.Name, missing, dir, role.region.name)
+					return nil, fmt.Errorf("opt-in %s needs %s, which the ClusterRole operator-sweeper does not grant: give %s an rbac.yaml with a region %q, as the other opt-ins', and the chart's templates/opt-ins.yaml one too", name, missing, dir, role.region.name)
 				}
 			}
 			role.component = ""
