@@ -11,9 +11,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // Errors a Result's Print returns after the report was printed, when the exit status must say more
@@ -49,7 +49,7 @@ func single(o options.OutputOptions, r *report.Report) *Result {
 // Print writes the report to w in the format --output asks for, and as JSON to --report-file, and
 // says how the run ended: ErrIncomplete when a stage or an action failed, ErrFindings when there
 // are findings and --fail-on-findings is set (or a preflight's findings would be left blocked), an
-// InputError when a fleet's reports name one cluster twice.
+// input.Error when a fleet's reports name one cluster twice.
 func (r *Result) Print(w io.Writer) error {
 	var err error
 	if r.fleet {
@@ -108,7 +108,7 @@ func failure(r *report.Report) string {
 func finishFleet(o options.OutputOptions, reports []*report.Report, out io.Writer) error {
 	fleet, err := report.NewFleet(reports)
 	if err != nil {
-		return &sweeper.InputError{Err: err}
+		return &input.Error{Err: err}
 	}
 	if err := fleet.Print(out, o.Output, o.NoGroup); err != nil {
 		return fmt.Errorf("print the report: %w", err)

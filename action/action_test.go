@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func TestFailure(t *testing.T) {
@@ -46,7 +46,7 @@ func TestResultPrint(t *testing.T) {
 	a.Metadata.Cluster, b.Metadata.Cluster = "prod", "prod"
 	fleet := &Result{output: options.OutputOptions{Output: report.JSON}, fleet: true, reports: []*report.Report{a, b}}
 	out.Reset()
-	var input *sweeper.InputError
-	require.ErrorAs(t, fleet.Print(&out), &input)
+	var inputErr *input.Error
+	require.ErrorAs(t, fleet.Print(&out), &inputErr)
 	assert.Empty(t, out.String())
 }

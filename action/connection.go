@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/klog/v2"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -36,7 +37,7 @@ type connection struct {
 }
 
 // connect finds the cluster, builds the clients and makes sure the API server answers, within
-// --timeout; what is wrong with the kubeconfig is an InputError. The cluster's name is --cluster,
+// --timeout; what is wrong with the kubeconfig is an input.Error. The cluster's name is --cluster,
 // or the kubeconfig's context. Logs go to log. The run's clock starts when connected; begin
 // restarts it.
 func connect(ctx context.Context, o *options.Options, log io.Writer) (*connection, error) {
@@ -54,7 +55,7 @@ func connect(ctx context.Context, o *options.Options, log io.Writer) (*connectio
 	clients, err := sweeper.NewClients(config, o.ClientConfig(), logger)
 	if err != nil {
 		conn.cancel()
-		return nil, &sweeper.InputError{Err: fmt.Errorf("kubeconfig: %w", err)}
+		return nil, &input.Error{Err: fmt.Errorf("kubeconfig: %w", err)}
 	}
 	if err := clients.Ping(conn.ctx, config.Host); err != nil {
 		conn.cancel()
@@ -81,7 +82,7 @@ func (c *connection) begin() {
 }
 
 // ensureState makes sure, for a run that writes, that the sweeper's namespace is there to keep its
-// signing key and pre-images in: created when missing and the user may, else an InputError that
+// signing key and pre-images in: created when missing and the user may, else an input.Error that
 // says what to do (sweeper.EnsureStateNamespace).
 func (c *connection) ensureState(o *options.Options, writes bool) error {
 	if !writes {

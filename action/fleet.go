@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
@@ -36,7 +37,7 @@ func (a *Fleet) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if err := a.Options.ValidateFleet(); err != nil {
-		return nil, &sweeper.InputError{Err: err}
+		return nil, &input.Error{Err: err}
 	}
 	return a.sweep(ctx, ruleSet)
 }
@@ -72,7 +73,7 @@ type member struct {
 // --cluster-concurrency at once. A context that cannot be reached gets that error as its report;
 // two contexts of one cluster (the same kube-system UID) are swept once, as the first. For a run
 // that writes, a cluster without the sweeper's namespace, which cannot be created, stops the
-// fleet before anything is planned: an InputError naming each.
+// fleet before anything is planned: an input.Error naming each.
 func connectFleet(ctx context.Context, o *options.Options, log io.Writer, writes bool) ([]*member, error) {
 	contexts, err := sweeper.Contexts(o.Kubeconfig, o.Contexts, o.AllContexts)
 	if err != nil {
@@ -124,7 +125,7 @@ func connectFleet(ctx context.Context, o *options.Options, log io.Writer, writes
 		if m.conn == nil || m.stateErr == nil {
 			continue
 		}
-		if input := (*sweeper.InputError)(nil); errors.As(m.stateErr, &input) {
+		if inputErr := (*input.Error)(nil); errors.As(m.stateErr, &inputErr) {
 			noState = append(noState, m.opts.Cluster+": "+m.stateErr.Error())
 			continue
 		}
@@ -138,7 +139,7 @@ func connectFleet(ctx context.Context, o *options.Options, log io.Writer, writes
 				m.conn.cancel()
 			}
 		}
-		return nil, sweeper.InputErrorf("%s", strings.Join(noState, "; "))
+		return nil, input.Errorf("%s", strings.Join(noState, "; "))
 	}
 	return members, nil
 }

@@ -7,9 +7,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // Merge is `operator-sweeper merge REPORT…`: the reports of separate runs (one per cluster: their
@@ -49,7 +49,7 @@ func readReports(file string) ([]*report.Report, error) {
 		data, err = os.ReadFile(file)
 	}
 	if err != nil {
-		return nil, sweeper.InputErrorf("merge: %w", err)
+		return nil, input.Errorf("merge: %w", err)
 	}
 	var fleet report.Fleet
 	if err := yaml.Unmarshal(data, &fleet); err == nil && fleet.Kind == report.FleetKind {
@@ -57,7 +57,7 @@ func readReports(file string) ([]*report.Report, error) {
 	}
 	r, ok := report.Find(data)
 	if !ok {
-		return nil, sweeper.InputErrorf("merge: %s holds no %s or %s", file, report.Kind, report.FleetKind)
+		return nil, input.Errorf("merge: %s holds no %s or %s", file, report.Kind, report.FleetKind)
 	}
 	return []*report.Report{r}, nil
 }

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/preflight"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // drainInterval is how often a drain lists what it deleted again.
@@ -40,10 +40,10 @@ func (a *Preflight) Run(ctx context.Context) (*Result, error) {
 	// The finalizer mappings are the sweep's, from --config; preflight takes no rule flags.
 	settings, err := o.RuleOptions.Settings(0)
 	if err != nil {
-		return nil, &sweeper.InputError{Err: err}
+		return nil, &input.Error{Err: err}
 	}
 	if err := o.ValidateFleet(); err != nil {
-		return nil, &sweeper.InputError{Err: err}
+		return nil, &input.Error{Err: err}
 	}
 	if o.Fleet() {
 		return a.runFleet(ctx, settings)
@@ -77,7 +77,7 @@ func (a *Preflight) runFleet(ctx context.Context, settings rules.Settings) (*Res
 	}
 	eachCluster(members, o.ClusterConcurrency, func(m *member) {
 		uninstall, err := preflight.Resolve(m.conn.ctx, m.conn.clients, a.Target)
-		if input := (*sweeper.InputError)(nil); errors.As(err, &input) {
+		if inputErr := (*input.Error)(nil); errors.As(err, &inputErr) {
 			m.absent = err.Error()
 			m.notRun(m.absent+": nothing to preflight in this cluster", false)
 			return
@@ -95,7 +95,7 @@ func (a *Preflight) runFleet(ctx context.Context, settings rules.Settings) (*Res
 		}
 	}
 	if len(absent) == len(members) {
-		return nil, sweeper.InputErrorf("%s is in no cluster: %s", a.Target, strings.Join(absent, "; "))
+		return nil, input.Errorf("%s is in no cluster: %s", a.Target, strings.Join(absent, "; "))
 	}
 	res := &Result{output: o.OutputOptions, fleet: true, reports: reports(members)}
 	res.output.FailOnFindings = false // the verdicts say

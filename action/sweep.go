@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/options"
 	"github.com/operator-sweeper/operator-sweeper/report"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // Sweep is `operator-sweeper [flags]`: one sweep of the cluster, or, with --contexts or
@@ -26,7 +26,7 @@ func (a *Sweep) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if err := o.ValidateFleet(); err != nil {
-		return nil, &sweeper.InputError{Err: err}
+		return nil, &input.Error{Err: err}
 	}
 	if o.Fleet() {
 		return (&Fleet{Options: o, Log: a.Log}).sweep(ctx, ruleSet)

@@ -7,7 +7,7 @@ import (
 // Complete finishes the options of a command whose flags fs parsed into o, for the command's
 // groups (bound to o): when --config names a file, the file is read onto the defaults and the
 // flags given are set again on top; then the environment, where a group reads it, unless a flag
-// said otherwise; then every group is checked. Every problem is an InputError.
+// said otherwise; then every group is checked. Every problem is an input.Error.
 func Complete(o *Options, fs *pflag.FlagSet, groups []Group) error {
 	if o.ConfigFile != "" {
 		if err := loadUnderFlags(o, fs); err != nil {

@@ -22,6 +22,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
@@ -107,17 +108,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// Validate checks every group, and returns an InputError that names every problem, one line each.
+// Validate checks every group, and returns an input.Error that names every problem, one line each.
 func (o *Options) Validate() error { return Validate(o.Groups()...) }
 
-// Validate checks groups, and returns an InputError that names every problem, one line each.
+// Validate checks groups, and returns an input.Error that names every problem, one line each.
 func Validate(groups ...Group) error {
 	var errs []error
 	for _, g := range groups {
 		errs = append(errs, g.Validate()...)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return &sweeper.InputError{Err: err}
+		return &input.Error{Err: err}
 	}
 	return nil
 }
@@ -203,10 +204,10 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	// path ("rules.stuck-terminating.enable"), as the API server does.
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return base, sweeper.InputErrorf("config file %s: %w", file, err)
+		return base, input.Errorf("config file %s: %w", file, err)
 	}
 	if string(jsonData) == "null" { // comments only
-		return base, sweeper.InputErrorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
+		return base, input.Errorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
 	}
 	cfg := configFile{Options: &base}
 	strict, err := sigsjson.UnmarshalStrict(jsonData, &cfg)
@@ -221,16 +222,16 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		var cleaned []error
-		for _, p := range sweeper.Problems(err) {
+		for _, p := range input.Problems(err) {
 			cleaned = append(cleaned, decodeError{p})
 		}
-		return base, &sweeper.InputError{Err: sweeper.Prefixed("config file "+file+": ", errors.Join(cleaned...))}
+		return base, &input.Error{Err: input.Prefixed("config file "+file+": ", errors.Join(cleaned...))}
 	}
 	if cfg.APIVersion != "" && cfg.APIVersion != ConfigAPIVersion {
-		return base, sweeper.InputErrorf("config file %s: apiVersion %q is not supported, use %s", file, cfg.APIVersion, ConfigAPIVersion)
+		return base, input.Errorf("config file %s: apiVersion %q is not supported, use %s", file, cfg.APIVersion, ConfigAPIVersion)
 	}
 	if cfg.Kind != "" && cfg.Kind != ConfigKind {
-		return base, sweeper.InputErrorf("config file %s: kind %q is not supported, use %s", file, cfg.Kind, ConfigKind)
+		return base, input.Errorf("config file %s: kind %q is not supported, use %s", file, cfg.Kind, ConfigKind)
 	}
 	base.ConfigFile = file
 	return base, nil
@@ -241,24 +242,24 @@ func LoadConfigFile(file string, base Options) (Options, error) {
 func readConfigFile(file string) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, sweeper.InputErrorf("--%s: %w", FlagConfig, err)
+		return nil, input.Errorf("--%s: %w", FlagConfig, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, sweeper.InputErrorf("--%s: %w", FlagConfig, err)
+		return nil, input.Errorf("--%s: %w", FlagConfig, err)
 	}
 	if info.IsDir() {
-		return nil, sweeper.InputErrorf("--%s %s is a directory: give the config file's path", FlagConfig, file)
+		return nil, input.Errorf("--%s %s is a directory: give the config file's path", FlagConfig, file)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileSize+1))
 	switch {
 	case err != nil:
-		return nil, sweeper.InputErrorf("--%s: read %s: %w", FlagConfig, file, err)
+		return nil, input.Errorf("--%s: read %s: %w", FlagConfig, file, err)
 	case len(data) > maxConfigFileSize:
-		return nil, sweeper.InputErrorf("config file %s is larger than the limit of %d MiB for a config file: is it the right file?", file, maxConfigFileSize>>20)
+		return nil, input.Errorf("config file %s is larger than the limit of %d MiB for a config file: is it the right file?", file, maxConfigFileSize>>20)
 	case len(bytes.TrimSpace(data)) == 0:
-		return nil, sweeper.InputErrorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
+		return nil, input.Errorf("config file %s is empty: set at least one option in it, or leave out --%s", file, FlagConfig)
 	}
 	return data, nil
 }

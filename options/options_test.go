@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/notify"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func TestDefaultOptionsAreValid(t *testing.T) {
@@ -99,8 +99,8 @@ func TestValidate(t *testing.T) {
 			opts := Default()
 			tt.mutate(&opts)
 			err := opts.Validate()
-			var input *sweeper.InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.NotContains(t, err.Error(), "\n")
 			assert.NotContains(t, err.Error(), "XXXX", "a notification URL is not shown")
@@ -166,8 +166,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeFile(t, tt.content)
 			_, err := LoadConfigFile(file, Default())
-			var input *sweeper.InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.True(t, strings.HasPrefix(err.Error(), "config file "+file+": "), err.Error())
 			assert.NotContains(t, err.Error(), "\n")
@@ -175,8 +175,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 	}
 
 	_, err := LoadConfigFile(filepath.Join(t.TempDir(), "missing.yaml"), Default())
-	var input *sweeper.InputError
-	require.True(t, errors.As(err, &input))
+	var inputErr *input.Error
+	require.True(t, errors.As(err, &inputErr))
 	assert.Contains(t, err.Error(), "no such file")
 }
 
@@ -184,8 +184,8 @@ func TestLoadConfigFileErrors(t *testing.T) {
 func TestConfigFileTypos(t *testing.T) {
 	file := writeFile(t, "max-action: 3\nqpss: 2\n")
 	_, err := LoadConfigFile(file, Default())
-	var input *sweeper.InputError
-	require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+	var inputErr *input.Error
+	require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 	assert.Equal(t, "config file "+file+`: unknown field "max-action"`+"\nconfig file "+file+`: unknown field "qpss"`, err.Error())
 }
 
@@ -204,8 +204,8 @@ func TestNoConfigFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := LoadConfigFile(tt.file, Default())
-			var input *sweeper.InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.file)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
@@ -321,8 +321,8 @@ func TestInvalidFinalizerMappingsAreInputErrors(t *testing.T) {
 			if err == nil {
 				err = opts.Validate()
 			}
-			var input *sweeper.InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}

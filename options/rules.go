@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // The rules group's flags. Their sections of the config file (rules.<name>, finalizers) have no
@@ -107,7 +107,7 @@ func (o *RuleOptions) RuleSet(minAge time.Duration) ([]rules.Rule, error) {
 		}
 		rule, err := reg.New(o.RuleConfigs[reg.Name].Args, settings)
 		if err != nil {
-			errs = append(errs, sweeper.Prefixed("config: ", err))
+			errs = append(errs, input.Prefixed("config: ", err))
 			continue
 		}
 		set = append(set, rule)
@@ -119,7 +119,7 @@ func (o *RuleOptions) RuleSet(minAge time.Duration) ([]rules.Rule, error) {
 func (o *RuleOptions) Settings(minAge time.Duration) (rules.Settings, error) {
 	mappings, err := rules.NewFinalizerMappings(o.Finalizers)
 	if err != nil {
-		return rules.Settings{}, sweeper.Prefixed("config: ", err)
+		return rules.Settings{}, input.Prefixed("config: ", err)
 	}
 	return rules.Settings{
 		MinTerminatingAge:      o.MinTerminatingAge.Duration,

@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -64,10 +65,10 @@ func resolveRelease(ctx context.Context, clients *sweeper.Clients, namespace, na
 		}
 	}
 	if latest == nil {
-		return rules.Uninstall{}, sweeper.InputErrorf("preflight: %s not found: no Secret or ConfigMap in %s labelled owner=helm, name=%s (a release kept in SQL cannot be read)", title, namespace, name)
+		return rules.Uninstall{}, input.Errorf("preflight: %s not found: no Secret or ConfigMap in %s labelled owner=helm, name=%s (a release kept in SQL cannot be read)", title, namespace, name)
 	}
 	if status := latest.GetLabels()["status"]; status == "uninstalled" || status == "uninstalling" {
-		return rules.Uninstall{}, sweeper.InputErrorf("preflight: %s is %s already: its latest revision, %s %s, says so", title, status, latest.GetKind(), latest.GetName())
+		return rules.Uninstall{}, input.Errorf("preflight: %s is %s already: its latest revision, %s %s, says so", title, status, latest.GetKind(), latest.GetName())
 	}
 	release, err := decodeRelease(latest)
 	if err != nil {

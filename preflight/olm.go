@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -23,7 +24,7 @@ func resolveSubscription(ctx context.Context, clients *sweeper.Clients, namespac
 		csv, _, _ = unstructured.NestedString(sub.Object, "status", "currentCSV")
 	}
 	if csv == "" {
-		return rules.Uninstall{}, sweeper.InputErrorf("preflight: Subscription %s/%s has installed no ClusterServiceVersion yet (status.installedCSV and currentCSV are empty)", namespace, name)
+		return rules.Uninstall{}, input.Errorf("preflight: Subscription %s/%s has installed no ClusterServiceVersion yet (status.installedCSV and currentCSV are empty)", namespace, name)
 	}
 	return resolveCSV(ctx, clients, namespace, csv, fmt.Sprintf("Subscription %s/%s", namespace, name))
 }
@@ -37,7 +38,7 @@ func resolveCSV(ctx context.Context, clients *sweeper.Clients, namespace, name, 
 		return rules.Uninstall{}, err
 	}
 	if from := csv.GetLabels()["olm.copiedFrom"]; from != "" {
-		return rules.Uninstall{}, sweeper.InputErrorf("preflight: ClusterServiceVersion %s/%s is OLM's copy of the one in namespace %s: give -n %s", namespace, name, from, from)
+		return rules.Uninstall{}, input.Errorf("preflight: ClusterServiceVersion %s/%s is OLM's copy of the one in namespace %s: give -n %s", namespace, name, from, from)
 	}
 	u := rules.Uninstall{Target: fmt.Sprintf("ClusterServiceVersion %s/%s", namespace, name)}
 	if via != "" {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -61,20 +62,20 @@ func canonicalType(typ string) string {
 func ParseTarget(arg, namespace string) (Target, error) {
 	typ, name, ok := strings.Cut(arg, "/")
 	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
-		return Target{}, sweeper.InputErrorf("preflight %q: give what you uninstall as TYPE/NAME, such as helm/logging-operator or deployment/logging-operator, with -n NAMESPACE", arg)
+		return Target{}, input.Errorf("preflight %q: give what you uninstall as TYPE/NAME, such as helm/logging-operator or deployment/logging-operator, with -n NAMESPACE", arg)
 	}
 	canonical := canonicalType(typ)
 	if canonical == "" {
-		return Target{}, sweeper.InputErrorf("preflight %q: unknown type %q; use deployment, statefulset, daemonset, helm, subscription, csv or clusterextension", arg, typ)
+		return Target{}, input.Errorf("preflight %q: unknown type %q; use deployment, statefulset, daemonset, helm, subscription, csv or clusterextension", arg, typ)
 	}
 	if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
-		return Target{}, sweeper.InputErrorf("preflight %q: %q is not a name: %s", arg, name, strings.Join(problems, "; "))
+		return Target{}, input.Errorf("preflight %q: %q is not a name: %s", arg, name, strings.Join(problems, "; "))
 	}
 	if canonical == TypeClusterExtension {
 		return Target{Type: canonical, Name: name}, nil // cluster-scoped: -n means nothing
 	}
 	if namespace == "" {
-		return Target{}, sweeper.InputErrorf("preflight %q: give its namespace with -n", arg)
+		return Target{}, input.Errorf("preflight %q: give its namespace with -n", arg)
 	}
 	return Target{Type: canonical, Name: name, Namespace: namespace}, nil
 }
@@ -88,7 +89,7 @@ func (t Target) String() string {
 
 // Resolve reads what goes with the target: the workloads that run its controllers, its CRDs,
 // Services, webhook configurations and APIServices. A target that does not exist is an
-// InputError.
+// input.Error.
 func Resolve(ctx context.Context, clients *sweeper.Clients, t Target) (rules.Uninstall, error) {
 	switch t.Type {
 	case TypeDeployment, TypeStatefulSet, TypeDaemonSet:
@@ -110,11 +111,11 @@ func Resolve(ctx context.Context, clients *sweeper.Clients, t Target) (rules.Uni
 	case TypeClusterExtension:
 		return resolveClusterExtension(ctx, clients, t.Name)
 	}
-	return rules.Uninstall{}, sweeper.InputErrorf("preflight %s: unknown type %q", t, t.Type)
+	return rules.Uninstall{}, input.Errorf("preflight %s: unknown type %q", t, t.Type)
 }
 
 // get reads one object with its content: a list by name, as the sweep reads (the shipped RBAC
-// grants list, not get). Not found is an InputError.
+// grants list, not get). Not found is an input.Error.
 func get(ctx context.Context, clients *sweeper.Clients, r rules.Resource, namespace, name string) (*unstructured.Unstructured, error) {
 	list, err := clients.Dynamic.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	where := ""
@@ -123,11 +124,11 @@ func get(ctx context.Context, clients *sweeper.Clients, r rules.Resource, namesp
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, sweeper.InputErrorf("preflight: the cluster serves no %s: is the operator that defines %s installed? (%w)", r.GroupResource(), r.Kind, err)
+		return nil, input.Errorf("preflight: the cluster serves no %s: is the operator that defines %s installed? (%w)", r.GroupResource(), r.Kind, err)
 	case err != nil:
 		return nil, fmt.Errorf("read %s %s%s: %w", r.Kind, name, where, err)
 	case len(list.Items) == 0:
-		return nil, sweeper.InputErrorf("preflight: %s %q not found%s", r.Kind, name, where)
+		return nil, input.Errorf("preflight: %s %q not found%s", r.Kind, name, where)
 	}
 	return &list.Items[0], nil
 }

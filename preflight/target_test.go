@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -52,8 +52,8 @@ func TestParseTarget(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
-			var input *sweeper.InputError
-			assert.True(t, errors.As(err, &input), "an InputError: exit 2")
+			var inputErr *input.Error
+			assert.True(t, errors.As(err, &inputErr), "an input.Error: exit 2")
 			assert.Equal(t, Target{}, got)
 		})
 	}

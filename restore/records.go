@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
@@ -36,7 +37,7 @@ type Record struct {
 }
 
 // Load reads the records src names that need no cluster (a report, a backup directory), and
-// checks src's --only: bad input is an InputError, found before the cluster is contacted. The
+// checks src's --only: bad input is an input.Error, found before the cluster is contacted. The
 // records of a run ID are read by Run.
 func Load(src Source) ([]Record, error) {
 	for _, arg := range src.Only {
@@ -50,21 +51,21 @@ func Load(src Source) ([]Record, error) {
 	info, err := os.Stat(src.From)
 	switch {
 	case err != nil:
-		return nil, sweeper.InputErrorf("restore --from: %w", err)
+		return nil, input.Errorf("restore --from: %w", err)
 	case info.IsDir():
 		kept, dir, err := backup.LoadDir(src.From)
 		if err != nil {
-			return nil, sweeper.InputErrorf("restore --from %w", err)
+			return nil, input.Errorf("restore --from %w", err)
 		}
 		return fromBackups(kept, dir), nil
 	}
 	data, err := os.ReadFile(src.From)
 	if err != nil {
-		return nil, sweeper.InputErrorf("restore --from: %w", err)
+		return nil, input.Errorf("restore --from: %w", err)
 	}
 	found, ok := report.Find(data)
 	if !ok {
-		return nil, sweeper.InputErrorf("restore --from %s holds no %s: give a sweep's report (-o json or yaml, --report-file, or its Job's logs) or its --backup-dir",
+		return nil, input.Errorf("restore --from %s holds no %s: give a sweep's report (-o json or yaml, --report-file, or its Job's logs) or its --backup-dir",
 			src.From, report.Kind)
 	}
 	var records []Record
@@ -83,7 +84,7 @@ func loadRun(ctx context.Context, clients *sweeper.Clients, namespace, runID str
 		return nil, err
 	}
 	if len(kept) == 0 {
-		return nil, sweeper.InputErrorf("restore --run %s: no pre-image of such a run is kept in namespace %s", runID, namespace)
+		return nil, input.Errorf("restore --run %s: no pre-image of such a run is kept in namespace %s", runID, namespace)
 	}
 	return fromBackups(kept, ""), nil
 }
@@ -113,7 +114,7 @@ type onlyType struct{ typ, name string }
 func parseOnly(arg string) (onlyType, error) {
 	typ, name, ok := strings.Cut(arg, "/")
 	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
-		return onlyType{}, sweeper.InputErrorf("restore --only %q: give an object as TYPE/NAME, such as clusterrole/etcd-operator or crd/etcdclusters.etcd.database.coreos.com", arg)
+		return onlyType{}, input.Errorf("restore --only %q: give an object as TYPE/NAME, such as clusterrole/etcd-operator or crd/etcdclusters.etcd.database.coreos.com", arg)
 	}
 	return onlyType{strings.ToLower(typ), name}, nil
 }
@@ -149,7 +150,7 @@ func onlyRecords(ctx context.Context, clients *sweeper.Clients, records []Record
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &sweeper.InputError{Err: errors.Join(errs...)}
+		return nil, &input.Error{Err: errors.Join(errs...)}
 	}
 	var out []Record
 	for i, rec := range records {

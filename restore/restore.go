@@ -54,7 +54,7 @@ type Config struct {
 // the ownerReferences it changed. A record it cannot trust is refused; an object that exists and
 // is neither as the sweep left it nor as it was before is left alone (failed, reason conflict). A
 // record refused or failed never stops the others. It returns a report like a sweep's, with
-// findings of rule "restore"; an --only that names no record is an InputError.
+// findings of rule "restore"; an --only that names no record is an input.Error.
 func Run(ctx context.Context, cfg Config, clients *sweeper.Clients, records []Record, src Source, logger *slog.Logger) (*report.Report, error) {
 	if src.Run != "" {
 		var err error

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/report/reporttest"
 	"github.com/operator-sweeper/operator-sweeper/rules"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
 )
 
 // restoreTestReport is a sweep's report of cluster with one finding per outcome.
@@ -153,7 +153,7 @@ func TestLoadRestoreRecords(t *testing.T) {
 		name      string
 		from      func(t *testing.T) string
 		wantNames []string
-		wantErr   string // a part of the InputError's message; "" for none
+		wantErr   string // a part of the input.Error's message; "" for none
 	}{
 		{name: "a backup dir: its newest run, applied and unknown outcomes only", from: path(root), wantNames: []string{"applied", "no-outcome"}},
 		{name: "one run's directory", from: path(olderDir[0]), wantNames: []string{"older"}},
@@ -173,7 +173,7 @@ func TestLoadRestoreRecords(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			records, err := Load(Source{From: tt.from(t)})
 			if tt.wantErr != "" {
-				var inputErr *sweeper.InputError
+				var inputErr *input.Error
 				require.ErrorAs(t, err, &inputErr, "bad --from is the user's to fix")
 				assert.ErrorContains(t, err, tt.wantErr)
 				return
@@ -223,7 +223,7 @@ func TestParseOnly(t *testing.T) {
 		t.Run(tt.arg, func(t *testing.T) {
 			got, err := parseOnly(tt.arg)
 			if tt.wantErr {
-				var inputErr *sweeper.InputError
+				var inputErr *input.Error
 				require.ErrorAs(t, err, &inputErr)
 				assert.ErrorContains(t, err, "TYPE/NAME")
 				return

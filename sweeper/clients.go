@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/operator-sweeper/operator-sweeper/backup"
+	"github.com/operator-sweeper/operator-sweeper/input"
 	"github.com/operator-sweeper/operator-sweeper/report"
 	"github.com/operator-sweeper/operator-sweeper/rules"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,17 +178,17 @@ func (c *Clients) Ping(ctx context.Context, host string) error {
 	case err == nil:
 		return nil
 	case apierrors.IsUnauthorized(err):
-		return InputErrorf("the API server at %s rejected the kubeconfig's credentials: %w", host, err)
+		return input.Errorf("the API server at %s rejected the kubeconfig's credentials: %w", host, err)
 	case errors.As(err, &status):
 		return nil
 	case errors.As(err, &untrusted):
-		return InputErrorf("the kubeconfig's certificate-authority does not vouch for the API server at %s: %w", host, err)
+		return input.Errorf("the kubeconfig's certificate-authority does not vouch for the API server at %s: %w", host, err)
 	case unreachable(err):
-		return InputErrorf("cannot reach the API server at %s: %w", host, err)
+		return input.Errorf("cannot reach the API server at %s: %w", host, err)
 	default:
 		// Neither an answer nor a network failure: the request was never sent, for want of
 		// something the kubeconfig gives, such as the credentials of its exec plugin.
-		return InputErrorf("kubeconfig: no request could be sent to the API server at %s: %w", host, err)
+		return input.Errorf("kubeconfig: no request could be sent to the API server at %s: %w", host, err)
 	}
 }
 
@@ -212,18 +213,18 @@ func (w warningLogger) HandleWarningHeaderWithContext(ctx context.Context, code 
 }
 
 // Contexts are the kubeconfig's contexts that patterns (names or globs) select, or all of them,
-// sorted. A pattern that selects none is an InputError.
+// sorted. A pattern that selects none is an input.Error.
 func Contexts(kubeconfig string, patterns []string, all bool) ([]string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	raw, err := rules.Load()
 	if err != nil {
-		return nil, InputErrorf("kubeconfig: %w", err)
+		return nil, input.Errorf("kubeconfig: %w", err)
 	}
 	names := slices.Sorted(maps.Keys(raw.Contexts))
 	if all {
 		if len(names) == 0 {
-			return nil, InputErrorf("--all-contexts: the kubeconfig has no context")
+			return nil, input.Errorf("--all-contexts: the kubeconfig has no context")
 		}
 		return names, nil
 	}
@@ -239,7 +240,7 @@ func Contexts(kubeconfig string, patterns []string, all bool) ([]string, error) 
 			}
 		}
 		if !matched {
-			return nil, InputErrorf("--contexts: no context %q in the kubeconfig; its contexts are %s", pattern, strings.Join(names, ", "))
+			return nil, input.Errorf("--contexts: no context %q in the kubeconfig; its contexts are %s", pattern, strings.Join(names, ", "))
 		}
 	}
 	slices.Sort(chosen)
@@ -249,7 +250,7 @@ func Contexts(kubeconfig string, patterns []string, all bool) ([]string, error) 
 // LoadRESTConfig finds the cluster to talk to and the name to give it in the report. In order:
 // --kubeconfig or --context if given, then $KUBECONFIG, then the in-cluster service account, then
 // ~/.kube/config. An explicit $KUBECONFIG wins over in-cluster so that a run inside a pod can be
-// pointed elsewhere on purpose. Every failure is an InputError.
+// pointed elsewhere on purpose. Every failure is an input.Error.
 func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error) {
 	if kubeconfig == "" && kubeContext == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		cfg, err := rest.InClusterConfig()
@@ -257,7 +258,7 @@ func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 		case err == nil:
 			return cfg, "in-cluster", nil
 		case !errors.Is(err, rest.ErrNotInCluster):
-			return nil, "", InputErrorf("in-cluster config: %w", err)
+			return nil, "", input.Errorf("in-cluster config: %w", err)
 		}
 	}
 
@@ -266,23 +267,23 @@ func LoadRESTConfig(kubeconfig, kubeContext string) (*rest.Config, string, error
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	raw, err := loader.RawConfig()
 	if err != nil {
-		return nil, "", InputErrorf("kubeconfig: %w", err)
+		return nil, "", input.Errorf("kubeconfig: %w", err)
 	}
 	cfg, err := loader.ClientConfig()
 	switch {
 	// clientcmd's own message for an empty config sends the user to KUBERNETES_MASTER; say
 	// instead which file, or which $KUBECONFIG (whose missing files clientcmd skips), has nothing.
 	case clientcmd.IsEmptyConfig(err) && kubeconfig != "" && len(raw.Clusters) > 0:
-		return nil, "", InputErrorf("--kubeconfig %s has no current-context: set it, or pass --context", kubeconfig)
+		return nil, "", input.Errorf("--kubeconfig %s has no current-context: set it, or pass --context", kubeconfig)
 	case clientcmd.IsEmptyConfig(err) && kubeconfig != "":
-		return nil, "", InputErrorf("--kubeconfig %s defines no cluster: is it a kubeconfig file?", kubeconfig)
+		return nil, "", input.Errorf("--kubeconfig %s defines no cluster: is it a kubeconfig file?", kubeconfig)
 	case clientcmd.IsEmptyConfig(err) && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
-		return nil, "", InputErrorf("$%s %s defines no cluster: its files are missing or empty", clientcmd.RecommendedConfigPathEnvVar,
+		return nil, "", input.Errorf("$%s %s defines no cluster: its files are missing or empty", clientcmd.RecommendedConfigPathEnvVar,
 			os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
 	case clientcmd.IsEmptyConfig(err):
-		return nil, "", InputErrorf("no kubeconfig found and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
+		return nil, "", input.Errorf("no kubeconfig found and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
 	case err != nil:
-		return nil, "", InputErrorf("kubeconfig: %w", err)
+		return nil, "", input.Errorf("kubeconfig: %w", err)
 	}
 	if err := checkTLSFiles(cfg); err != nil {
 		return nil, "", err
@@ -304,7 +305,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 		}
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, InputErrorf("kubeconfig: %s %s: %w", field, file, err)
+			return nil, input.Errorf("kubeconfig: %s %s: %w", field, file, err)
 		}
 		return data, nil
 	}
@@ -313,7 +314,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 		return err
 	}
 	if len(ca) > 0 && !x509.NewCertPool().AppendCertsFromPEM(ca) {
-		return InputErrorf("kubeconfig: certificate-authority %s holds no PEM certificate", cmp.Or(cfg.CAFile, "(data)"))
+		return input.Errorf("kubeconfig: certificate-authority %s holds no PEM certificate", cmp.Or(cfg.CAFile, "(data)"))
 	}
 	cert, err := read("client-certificate", cfg.CertFile, cfg.CertData)
 	if err != nil {
@@ -325,7 +326,7 @@ func checkTLSFiles(cfg *rest.Config) error {
 	}
 	if len(cert) > 0 || len(key) > 0 {
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
-			return InputErrorf("kubeconfig: client-certificate and client-key: %w", err)
+			return input.Errorf("kubeconfig: client-certificate and client-key: %w", err)
 		}
 	}
 	return nil

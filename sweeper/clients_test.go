@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/operator-sweeper/operator-sweeper/input"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -65,8 +67,8 @@ func TestLoadRESTConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := LoadRESTConfig(tt.kubeconfig, "")
-			var input *InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
@@ -110,8 +112,8 @@ func TestPingSaysWhatToFix(t *testing.T) {
 			clients, err := NewClients(cfg, ClientConfig{QPS: 1000, Burst: 2000, RequestTimeout: time.Minute}, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			err = clients.Ping(context.Background(), cfg.Host)
-			var input *InputError
-			require.True(t, errors.As(err, &input), "want an InputError, got %v", err)
+			var inputErr *input.Error
+			require.True(t, errors.As(err, &inputErr), "want an input.Error, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}

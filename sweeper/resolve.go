@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/operator-sweeper/operator-sweeper/input"
 )
 
 // Target is the object `operator-sweeper explain` is asked about: TYPE/NAME as kubectl takes it
@@ -24,7 +26,7 @@ type Target struct {
 func ParseTarget(arg, namespace string) (Target, error) {
 	typ, name, ok := strings.Cut(arg, "/")
 	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
-		return Target{}, InputErrorf("explain %q: give the object as TYPE/NAME, such as namespace/logging or apiservice/v1.packages.operators.coreos.com", arg)
+		return Target{}, input.Errorf("explain %q: give the object as TYPE/NAME, such as namespace/logging or apiservice/v1.packages.operators.coreos.com", arg)
 	}
 	return Target{Type: typ, Name: name, Namespace: namespace}, nil
 }
@@ -38,22 +40,22 @@ func (c *Clients) Resolve(ctx context.Context, t Target) (types.UID, string, err
 	gvr, err := ResourceFor(ctx, mapper, t.Type)
 	switch {
 	case meta.IsNoMatchError(err):
-		return "", "", InputErrorf("explain %s: the server has no resource type %q (%w)", t, t.Type, err)
+		return "", "", input.Errorf("explain %s: the server has no resource type %q (%w)", t, t.Type, err)
 	case err != nil:
 		return "", "", fmt.Errorf("explain %s: discover the resource type %q: %w", t, t.Type, err)
 	}
 	gvk, err := mapper.KindForWithContext(ctx, gvr)
 	if err != nil {
-		return "", "", InputErrorf("explain %s: %w", t, err)
+		return "", "", input.Errorf("explain %s: %w", t, err)
 	}
 	mapping, err := mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return "", "", InputErrorf("explain %s: %w", t, err)
+		return "", "", input.Errorf("explain %s: %w", t, err)
 	}
 	namespace := ""
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if t.Namespace == "" {
-			return "", "", InputErrorf("explain %s: %s is namespaced: give its namespace with -n", t, gvr.GroupResource())
+			return "", "", input.Errorf("explain %s: %s is namespaced: give its namespace with -n", t, gvr.GroupResource())
 		}
 		namespace = t.Namespace
 	}
@@ -67,7 +69,7 @@ func (c *Clients) Resolve(ctx context.Context, t Target) (types.UID, string, err
 		if namespace != "" {
 			where = " in namespace " + namespace
 		}
-		return "", "", InputErrorf("explain %s: %s %q not found%s", t, gvr.GroupResource(), t.Name, where)
+		return "", "", input.Errorf("explain %s: %s %q not found%s", t, gvr.GroupResource(), t.Name, where)
 	}
 	obj := list.Items[0]
 	what := gvk.Kind + " " + t.Name

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/operator-sweeper/operator-sweeper/input"
 )
 
 // podSecurityEnforce is the label by which a namespace enforces a Pod Security Standard.
@@ -17,13 +19,13 @@ const podSecurityEnforce = "pod-security.kubernetes.io/enforce"
 // without --backup-dir, its pre-images), is there before anything is planned. A run by hand on a
 // cluster where the sweeper is not installed creates it as the shipped manifests do (restricted
 // Pod Security), when the user may, and says so; when the user may not, or it is being deleted,
-// the run stops with an InputError that says what to do, rather than fail every write.
+// the run stops with an input.Error that says what to do, rather than fail every write.
 func EnsureStateNamespace(ctx context.Context, c *Clients, namespace string) (created bool, err error) {
 	namespaces := c.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces"))
 	ns, err := namespaces.Get(ctx, namespace, metav1.GetOptions{})
 	switch {
 	case err == nil && ns.GetDeletionTimestamp() != nil:
-		return false, InputErrorf("namespace %s, where a run that writes keeps its signing key and pre-images, is being deleted: "+
+		return false, input.Errorf("namespace %s, where a run that writes keeps its signing key and pre-images, is being deleted: "+
 			"wait until it is gone, or name another with --sweeper-namespace", namespace)
 	case err == nil:
 		return false, nil
@@ -46,7 +48,7 @@ func EnsureStateNamespace(ctx context.Context, c *Clients, namespace string) (cr
 	case apierrors.IsAlreadyExists(err):
 		return false, nil
 	case apierrors.IsForbidden(err):
-		return false, InputErrorf("namespace %s, where a run that writes keeps its signing key and pre-images, does not exist and you may not create it: "+
+		return false, input.Errorf("namespace %s, where a run that writes keeps its signing key and pre-images, does not exist and you may not create it: "+
 			"kubectl create namespace %s, or name an existing one with --sweeper-namespace (--backup-dir keeps the pre-images in files, the key still in the namespace)",
 			namespace, namespace)
 	}

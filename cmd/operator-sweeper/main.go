@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/operator-sweeper/operator-sweeper/action"
-	"github.com/operator-sweeper/operator-sweeper/sweeper"
+	"github.com/operator-sweeper/operator-sweeper/input"
 )
 
 // Stamped at build time: -ldflags "-X main.version=… -X main.commit=…" (see the Makefile).
@@ -99,9 +99,9 @@ func run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 		return exitOK
 	}
 	printError(stderr, err)
-	var input *sweeper.InputError
+	var inputErr *input.Error
 	switch {
-	case !started || errors.As(err, &input):
+	case !started || errors.As(err, &inputErr):
 		return exitInput
 	case errors.Is(err, action.ErrFindings):
 		return exitFindings
@@ -120,8 +120,8 @@ func execute(ctx context.Context, root *cobra.Command, args []string) error {
 // a library put in it.
 func printError(w io.Writer, err error) {
 	lines := []string{strings.Join(strings.Fields(err.Error()), " ")}
-	if input := (*sweeper.InputError)(nil); errors.As(err, &input) {
-		lines = strings.Split(input.Error(), "\n")
+	if inputErr := (*input.Error)(nil); errors.As(err, &inputErr) {
+		lines = strings.Split(inputErr.Error(), "\n")
 	}
 	for _, line := range lines {
 		fmt.Fprintln(w, "error:", line)

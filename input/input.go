@@ -1,4 +1,8 @@
-package sweeper
+// Package input is the error that says the user's input is wrong: a flag, the config file, the
+// kubeconfig, an object that does not exist. Nothing was done; the CLI exits 2 on it. Any layer
+// may find bad input and return it (the options, the engine, preflight, restore), so it lives
+// apart from the engine and the CLI, and imports nothing of the project.
+package input
 
 import (
 	"errors"
@@ -6,15 +10,15 @@ import (
 	"strings"
 )
 
-// InputError is bad input from the user: a flag, the config file, the kubeconfig, an object that
-// does not exist. Nothing was done. Its message names each problem on a line of its own; the CLI
-// exits 2 on it.
-type InputError struct {
+// Error is bad input from the user: a flag, the config file, the kubeconfig, an object that does
+// not exist. Nothing was done. Its message names each problem on a line of its own; the CLI exits
+// 2 on it.
+type Error struct {
 	Err error
 }
 
 // Error returns one line per problem, whatever the libraries underneath put in them.
-func (e *InputError) Error() string {
+func (e *Error) Error() string {
 	var lines []string
 	for _, p := range Problems(e.Err) {
 		lines = append(lines, strings.Join(strings.Fields(p.Error()), " "))
@@ -22,11 +26,11 @@ func (e *InputError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-func (e *InputError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// InputErrorf is an InputError of one problem.
-func InputErrorf(format string, args ...any) error {
-	return &InputError{Err: fmt.Errorf(format, args...)}
+// Errorf is an Error of one problem.
+func Errorf(format string, args ...any) error {
+	return &Error{Err: fmt.Errorf(format, args...)}
 }
 
 // Problems are the errors joined in err (errors.Join), at any depth; err itself if it joins none.
