@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -46,7 +48,7 @@ var (
 
 // fakeResources are the resources the fake cluster serves.
 var fakeResources = []rules.Resource{rules.Namespaces, rules.ConfigMaps, rules.Deployments, rules.Secrets,
-	rules.ValidatingWebhookConfigurations, widgets, gadgets}
+	rules.ValidatingWebhookConfigurations, rules.CustomResourceDefinitions, widgets, gadgets}
 
 // fakeNow is the server's time in the fast tests; every object is older than a day.
 var fakeNow = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
@@ -62,7 +64,11 @@ var fakeNow = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 //   - a delete checks its Preconditions (409 Conflict); an object with finalizers is marked
 //     deleted, not removed, and goes once its last finalizer does;
 //   - lists honour the field selectors metadata.name and metadata.namespace; the fakes filter by
-//     label only.
+//     label only;
+//   - a patch or delete with dryRun=All is checked as any other (its preconditions, its patch's
+//     tests) and changes nothing, as the API server answers a server-side dry run. The metadata
+//     fake drops a patch's options, so the engine is handed recordingMetadata, which passes them
+//     on, and records every patch and delete with its options as the engine sent it (sentWrites).
 //
 // Refusals, time-outs and lost races are the tests' to inject, with PrependReactor.
 type fakeCluster struct {
@@ -75,6 +81,9 @@ type fakeCluster struct {
 	mu      sync.Mutex // over each request, so that a read-modify-write of the store is one
 	version int64      // the last resourceVersion given
 	uids    int
+
+	sentMu sync.Mutex
+	sent   []sentWrite // the patches and deletes sent through recordingMetadata, in order
 }
 
 // newFakeCluster serves fakeResources, with the namespace kube-system (the cluster's identity)
@@ -108,7 +117,7 @@ func (c *fakeCluster) clients() *Clients {
 		lists = append(lists, &metav1.APIResourceList{GroupVersion: r.GroupVersion().String(), APIResources: []metav1.APIResource{
 			{Name: r.Resource, Kind: r.Kind, Namespaced: r.Namespaced, Verbs: []string{"get", "list", "patch", "delete"}}}})
 	}
-	return &Clients{Discovery: preferredResources{lists: lists}, Metadata: c.metadata, Dynamic: c.dynamic}
+	return &Clients{Discovery: preferredResources{lists: lists}, Metadata: recordingMetadata{c}, Dynamic: c.dynamic}
 }
 
 // engine is an engine that writes (--dry-run=none) to the fake cluster with rules, its pre-images
@@ -250,10 +259,38 @@ func (c *fakeCluster) write(gvr schema.GroupVersionResource, u *unstructured.Uns
 }
 
 // serve answers a request of either client but a list (see list), in whole objects; false for
-// what it leaves to the tracker.
+// what it leaves to the tracker. A patch or delete with dryRun=All is answered as it would be,
+// its preconditions and tests checked, and the store is left as it was: the API server runs a
+// dry-run request through admission and validation, and persists nothing.
 func (c *fakeCluster) serve(action clienttesting.Action) (bool, runtime.Object, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var dryRun []string
+	switch a := action.(type) {
+	case clienttesting.PatchActionImpl:
+		dryRun = a.PatchOptions.DryRun
+	case clienttesting.DeleteActionImpl:
+		dryRun = a.DeleteOptions.DryRun
+	}
+	if !slices.Equal(dryRun, []string{metav1.DryRunAll}) {
+		return c.serveLocked(action)
+	}
+	gvr, ns, name := action.GetResource(), action.GetNamespace(), action.(interface{ GetName() string }).GetName()
+	before, err := c.store.Get(gvr, ns, name)
+	if err != nil {
+		return c.serveLocked(action) // its 404
+	}
+	version := c.version
+	handled, obj, err := c.serveLocked(action)
+	c.version = version
+	if _, gerr := c.store.Get(gvr, ns, name); gerr != nil {
+		return handled, obj, errors.Join(err, c.store.Create(gvr, before, ns))
+	}
+	return handled, obj, errors.Join(err, c.store.Update(gvr, before, ns))
+}
+
+// serveLocked is serve, c.mu held, persisting what it is asked.
+func (c *fakeCluster) serveLocked(action clienttesting.Action) (bool, runtime.Object, error) {
 	gvr, ns := action.GetResource(), action.GetNamespace()
 	switch a := action.(type) {
 	case clienttesting.GetActionImpl:
@@ -410,6 +447,92 @@ func (c *fakeCluster) writes(t *testing.T, r rules.Resource) []sent {
 		}
 	}
 	return out
+}
+
+// sentWrite is a patch or a delete as the engine handed it to the metadata client, options and
+// all: what the metadata fake drops of a patch (its options) and what the fast tests check of
+// every write (the dry run it asks for, the preconditions it carries).
+type sentWrite struct {
+	verb            string
+	resource        schema.GroupVersionResource
+	namespace, name string
+	dryRun          []string
+	// tests are a patch's test operations, by path: its preconditions (the engine's patches are
+	// JSON patches).
+	tests map[string]any
+	// preconditions are a delete's.
+	preconditions *metav1.Preconditions
+	// err is what the body of a patch that is no JSON patch failed to decode with.
+	err error
+}
+
+// recordingMetadata is the metadata client the engine is handed: the fake cluster's, which
+// records each patch and delete (sentWrites) before the fake serves it. A patch goes to the fake's
+// reactors as the fake's own Patch sends it, but with its options, which that one drops
+// (testing.NewPatchAction): the fake cluster needs them to answer a dry run as one.
+type recordingMetadata struct{ c *fakeCluster }
+
+func (m recordingMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return recordingResource{ResourceInterface: m.c.metadata.Resource(gvr), c: m.c, gvr: gvr}
+}
+
+// recordingResource is recordingMetadata's client of one resource, in one namespace (all if
+// empty); reads go to the fake as they are.
+type recordingResource struct {
+	metadata.ResourceInterface
+	c         *fakeCluster
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+func (r recordingResource) Namespace(ns string) metadata.ResourceInterface {
+	return recordingResource{ResourceInterface: r.c.metadata.Resource(r.gvr).Namespace(ns), c: r.c, gvr: r.gvr, namespace: ns}
+}
+
+func (r recordingResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*metav1.PartialObjectMetadata, error) {
+	w := sentWrite{verb: "patch", resource: r.gvr, namespace: r.namespace, name: name, dryRun: slices.Clone(opts.DryRun), tests: map[string]any{}}
+	var ops []jsonPatchOp
+	if w.err = json.Unmarshal(data, &ops); w.err == nil {
+		for _, op := range ops {
+			if op.Op == "test" {
+				w.tests[op.Path] = op.Value
+			}
+		}
+	}
+	r.c.record(w)
+	if len(subresources) > 0 {
+		return r.ResourceInterface.Patch(ctx, name, pt, data, opts, subresources...)
+	}
+	obj, err := r.c.metadata.Invokes(clienttesting.NewPatchActionWithOptions(r.gvr, r.namespace, name, pt, data, opts), nil)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, fmt.Errorf("unexpected return value type %T", obj)
+	}
+	return m, nil
+}
+
+func (r recordingResource) Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error {
+	r.c.record(sentWrite{verb: "delete", resource: r.gvr, namespace: r.namespace, name: name, dryRun: slices.Clone(opts.DryRun),
+		preconditions: opts.Preconditions.DeepCopy()})
+	return r.ResourceInterface.Delete(ctx, name, opts, subresources...)
+}
+
+// record keeps a write sent through recordingMetadata.
+func (c *fakeCluster) record(w sentWrite) {
+	c.sentMu.Lock()
+	defer c.sentMu.Unlock()
+	c.sent = append(c.sent, w)
+}
+
+// sentWrites are the patches and deletes the engine sent through the metadata client, in order,
+// as it sent them.
+func (c *fakeCluster) sentWrites() []sentWrite {
+	c.sentMu.Lock()
+	defer c.sentMu.Unlock()
+	return slices.Clone(c.sent)
 }
 
 // reads counts the lists of resource by name (a field selector metadata.name=name) sent through
