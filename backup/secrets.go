@@ -316,7 +316,7 @@ func secretData(secret *unstructured.Unstructured, key string) ([]byte, bool, er
 }
 
 // PruneSecrets deletes the Secrets of pre-images in namespace created before cutoff, each with its
-// UID as a precondition. They are listed by their metadata, page by page: their data is never read.
+// UID and resourceVersion as preconditions. They are listed by their metadata, page by page: their data is never read.
 func PruneSecrets(ctx context.Context, client Client, namespace string, cutoff time.Time) (removed int, err error) {
 	secrets := client.Metadata.Resource(secretsResource).Namespace(namespace)
 	var errs []error
@@ -324,8 +324,8 @@ func PruneSecrets(ctx context.Context, client Client, namespace string, cutoff t
 		if !secret.CreationTimestamp.Time.Before(cutoff) {
 			return nil
 		}
-		uid := secret.UID
-		err := secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		uid, resourceVersion := secret.UID, secret.ResourceVersion
+		err := secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}})
 		switch {
 		case err == nil:
 			removed++

@@ -11,8 +11,8 @@ import (
 	"github.com/operator-sweeper/operator-sweeper/rules"
 )
 
-// removeFinalizers removes exactly the named finalizers: a JSON patch that tests the UID and the
-// finalizers as read, then replaces them. Restore puts them back with addFinalizers.
+// removeFinalizers removes exactly the named finalizers: a JSON patch that tests the UID, the
+// resourceVersion and the finalizers as read, then replaces them. Restore puts them back with addFinalizers.
 type removeFinalizers rules.RemoveFinalizers
 
 func (a removeFinalizers) Type() string   { return rules.RemoveFinalizers(a).Type() }
@@ -38,6 +38,7 @@ func (a removeFinalizers) write(obj *rules.Object) (Write, error) {
 	}
 	return Write{Resource: obj.Resource.GroupVersionResource, Namespace: obj.Namespace, Name: obj.Name, patch: []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: obj.UID},
+		{Op: "test", Path: "/metadata/resourceVersion", Value: obj.ResourceVersion},
 		{Op: "test", Path: "/metadata/finalizers", Value: obj.Finalizers},
 		{Op: "replace", Path: "/metadata/finalizers", Value: remaining},
 	}}, nil

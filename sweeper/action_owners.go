@@ -13,7 +13,7 @@ import (
 )
 
 // setOwnerReferences adds and removes ownerReferences and keeps every other one: a JSON patch that
-// tests the resourceVersion as read. Restore puts them back with setOwners.
+// tests the UID and resourceVersion as read. Restore puts them back with setOwners.
 type setOwnerReferences rules.SetOwnerReferences
 
 func (a setOwnerReferences) Type() string   { return rules.SetOwnerReferences(a).Type() }
@@ -34,6 +34,7 @@ func (a setOwnerReferences) Summary() *report.ActionSummary {
 
 func (a setOwnerReferences) write(obj *rules.Object) (Write, error) {
 	return Write{Resource: obj.Resource.GroupVersionResource, Namespace: obj.Namespace, Name: obj.Name, patch: []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: obj.UID},
 		{Op: "test", Path: "/metadata/resourceVersion", Value: obj.ResourceVersion},
 		{Op: "add", Path: "/metadata/ownerReferences", Value: ownerReferences(obj.OwnerReferences, rules.SetOwnerReferences(a))},
 	}}, nil

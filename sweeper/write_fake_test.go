@@ -103,12 +103,12 @@ func TestEveryWriteCarriesDryRunAndPreconditions(t *testing.T) {
 		// done checks the object after a real run.
 		done func(t *testing.T, now *unstructured.Unstructured)
 	}{{
-		name:     "release of finalizers: a JSON patch testing the UID and the finalizers",
+		name:     "release of finalizers: a JSON patch testing the UID, the resourceVersion and the finalizers",
 		rule:     releaseRule(operatorAbsent),
 		object:   fakeObject(widgets, ns, "w", withFinalizers(gone, keep)),
 		resource: widgets, verb: "patch", writes: 1,
 		wantTests: func(o *unstructured.Unstructured) map[string]any {
-			return map[string]any{"/metadata/uid": string(o.GetUID()), "/metadata/finalizers": toAny(o.GetFinalizers())}
+			return map[string]any{"/metadata/uid": string(o.GetUID()), "/metadata/resourceVersion": o.GetResourceVersion(), "/metadata/finalizers": toAny(o.GetFinalizers())}
 		},
 		done: func(t *testing.T, now *unstructured.Unstructured) {
 			require.NotNil(t, now)
@@ -126,21 +126,21 @@ func TestEveryWriteCarriesDryRunAndPreconditions(t *testing.T) {
 		},
 		resource: widgets, verb: "patch", writes: 2,
 		wantTests: func(o *unstructured.Unstructured) map[string]any {
-			return map[string]any{"/metadata/uid": string(o.GetUID()), "/metadata/finalizers": toAny(o.GetFinalizers())}
+			return map[string]any{"/metadata/uid": string(o.GetUID()), "/metadata/resourceVersion": o.GetResourceVersion(), "/metadata/finalizers": toAny(o.GetFinalizers())}
 		},
 		done: func(t *testing.T, now *unstructured.Unstructured) {
 			require.NotNil(t, now)
 			assert.Equal(t, []string{keep}, now.GetFinalizers())
 		},
 	}, {
-		name: "ownerReferences: a JSON patch testing the resourceVersion",
+		name: "ownerReferences: a JSON patch testing the UID and the resourceVersion",
 		rule: disownRule(deadOwner.UID),
 		object: fakeObject(widgets, ns, "w", func(u *unstructured.Unstructured) {
 			u.SetOwnerReferences([]metav1.OwnerReference{deadOwner, liveOwner})
 		}),
 		resource: widgets, verb: "patch", writes: 1,
 		wantTests: func(o *unstructured.Unstructured) map[string]any {
-			return map[string]any{"/metadata/resourceVersion": o.GetResourceVersion()}
+			return map[string]any{"/metadata/uid": string(o.GetUID()), "/metadata/resourceVersion": o.GetResourceVersion()}
 		},
 		done: func(t *testing.T, now *unstructured.Unstructured) {
 			require.NotNil(t, now)
