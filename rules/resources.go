@@ -4,9 +4,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The resources rules read or act on, in one table for the rules, the engine and the tests. Rules
-// look objects up by GroupResource; the version is the one a current cluster prefers, and the
-// one the tests serve, but a view holds whatever version discovery preferred.
+// The resources several rules read or act on, in one table for the rules, the engine and the
+// tests; a resource one rule alone reads is declared in its file. Rules look objects up by
+// GroupResource; the version is the one a current cluster prefers, and the one the tests serve,
+// but a view holds whatever version discovery preferred.
 var (
 	Namespaces      = known("", "v1", "namespaces", "Namespace", false)
 	Nodes           = known("", "v1", "nodes", "Node", false)
