@@ -271,7 +271,7 @@ func ownerValidations(acting []actingRule) string {
 	}
 	var names, kinds []string
 	for _, o := range owners {
-		names = append(names, "'"+resourceName(o.Resource)+"'")
+		names = append(names, "'"+o.Resource.String()+"'")
 		kinds = append(kinds, o.Resource.Kind+"s")
 	}
 	unchanged := `(has(object.metadata.ownerReferences) ? has(oldObject.metadata.ownerReferences) && object.metadata.ownerReferences == oldObject.metadata.ownerReferences
@@ -293,15 +293,9 @@ func ownerValidations(acting []actingRule) string {
         (%s))
     message: operator-sweeper may give %s %s only %s as owners
     reason: Forbidden
-`, resourceName(o.Resource), o.Owner, article(o.Resource.Kind), o.Resource.Kind, o.Owners)
+`, o.Resource.String(), o.Owner, article(o.Resource.Kind), o.Resource.Kind, o.Owners)
 	}
 	return b.String()
-}
-
-// resourceName is a resource as the admission policy's variable resourceName names it, and the
-// catalog: "<plural>.<group>", or "<plural>" in the core group.
-func resourceName(r rules.Resource) string {
-	return r.GroupResource().String()
 }
 
 // article is the indefinite article of a Kind.
@@ -335,6 +329,10 @@ type optInRole struct {
 // without an rbac.yaml it grants no ClusterRole, which granted, the ClusterRole
 // operator-sweeper's rules, must then cover.
 func optInRoles(root string, acting []actingRule, granted []rbacv1.PolicyRule) ([]optInRole, error) {
+	chart, err := os.ReadFile(filepath.Join(root, "charts/operator-sweeper/templates/opt-ins.yaml"))
+	if err != nil {
+		return nil, err
+	}
 	var roles []optInRole
 	for _, rule := range acting {
 		if !rule.optIn {
@@ -347,10 +345,6 @@ func optInRoles(root string, acting []actingRule, granted []rbacv1.PolicyRule) (
 		}
 		var yaml strings.Builder
 		writePolicyRules(&yaml, "", policy...)
-		chart, err := os.ReadFile(filepath.Join(root, "charts/operator-sweeper/templates/opt-ins.yaml"))
-		if err != nil {
-			return nil, err
-		}
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + `: \{\{ \.Values\.optIn\.`).Match(chart) {
 			return nil, fmt.Errorf("rule %s has an opt-in but the chart's templates/opt-ins.yaml switches no key %s in its ConfigMap: add an optIn value and its line, as the other opt-ins'", name, name)
 		}
