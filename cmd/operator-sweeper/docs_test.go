@@ -178,4 +178,13 @@ func TestEveryRuleIsDocumented(t *testing.T) {
 	for _, name := range names {
 		assert.Contains(t, string(data), "\n## `"+name+"`\n", "docs/rules.md has a section on %s", name)
 	}
+	deploying, err := os.ReadFile("../../docs/deploying.md")
+	require.NoError(t, err)
+	for _, reg := range rules.Registry() {
+		rule, err := reg.New(nil, rules.Settings{})
+		require.NoError(t, err)
+		if _, ok := rule.(rules.OptedIn); ok {
+			assert.Contains(t, string(deploying), "\n- `manifests/components/opt-in-"+reg.Name+"`: ", "docs/deploying.md lists the component of %s's opt-in", reg.Name)
+		}
+	}
 }
