@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -328,13 +328,7 @@ func TestApplyLoop(t *testing.T) {
 			r := runFor(t, c.engine(t, nil, tt.rule))
 			require.Empty(t, r.Errors)
 			f := findingOf(t, r, name)
-			assert.Equal(t, tt.wantOutcome, f.Outcome, f.Error)
-			assert.Equal(t, tt.wantReason, f.FailReason+f.SkipReason)
-			assert.Contains(t, f.Error, tt.wantDetail)
-			assert.Equal(t, tt.wantReplanned, evidence(f, "it was re-read and re-planned before acting"), "re-planned: %q", f.Evidence)
-			if tt.wantEvidence != "" {
-				assert.True(t, evidence(f, tt.wantEvidence), "evidence %q, want a line with %q", f.Evidence, tt.wantEvidence)
-			}
+			assertResult(t, f, tt.wantOutcome, tt.wantReason, tt.wantDetail, tt.wantReplanned, tt.wantEvidence)
 			assert.Equal(t, tt.wantBlockedBy, slices.ContainsFunc(f.BlockedBy, func(o report.ObjectSummary) bool { return o.Name == "acme" }), "blocked by %v", f.BlockedBy)
 
 			writes := c.writes(t, widgets)

@@ -212,13 +212,7 @@ func TestCRDDeleteTakesItsCustomResourcesAsKept(t *testing.T) {
 			r := runFor(t, e)
 			require.Empty(t, r.Errors)
 			f := findingOf(t, r, crdName)
-			assert.Equal(t, tt.wantOutcome, f.Outcome, f.Error)
-			assert.Equal(t, tt.wantReason, f.FailReason+f.SkipReason)
-			assert.Contains(t, f.Error, tt.wantDetail)
-			assert.Equal(t, tt.wantReplanned, evidence(f, "it was re-read and re-planned before acting"), "re-planned: %q", f.Evidence)
-			if tt.wantEvidence != "" {
-				assert.True(t, evidence(f, tt.wantEvidence), "evidence %q, want a line with %q", f.Evidence, tt.wantEvidence)
-			}
+			assertResult(t, f, tt.wantOutcome, tt.wantReason, tt.wantDetail, tt.wantReplanned, tt.wantEvidence)
 			if tt.wantKept == nil {
 				assert.Nil(t, f.Before, "nothing kept")
 			} else if assert.NotNil(t, f.Before) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -580,6 +581,20 @@ func findingOf(t *testing.T, r *report.Report, name string) report.FindingResult
 	}
 	require.Failf(t, "no finding", "about %s; the findings: %v", name, r.Findings)
 	return report.FindingResult{}
+}
+
+// assertResult checks how a finding's action ended: its outcome, its reason and a detail its error
+// contains, whether it was re-read and re-planned, and a line its evidence has ("" for none
+// asked).
+func assertResult(t *testing.T, f report.FindingResult, outcome report.Outcome, reason report.Reason, detail string, replanned bool, evidenceLine string) {
+	t.Helper()
+	assert.Equal(t, outcome, f.Outcome, f.Error)
+	assert.Equal(t, reason, f.FailReason+f.SkipReason)
+	assert.Contains(t, f.Error, detail)
+	assert.Equal(t, replanned, evidence(f, "it was re-read and re-planned before acting"), "re-planned: %q", f.Evidence)
+	if evidenceLine != "" {
+		assert.True(t, evidence(f, evidenceLine), "evidence %q, want a line with %q", f.Evidence, evidenceLine)
+	}
 }
 
 // evidence says whether a finding's evidence has a line that contains s.
